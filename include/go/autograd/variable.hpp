@@ -105,6 +105,16 @@ class Variable {
   }
   void zero_grad() { node().grad = Tensor(); }
 
+  // For backward functions that write the gradient in place: the gradient
+  // buffer, and whether it already holds a gradient to add to (accumulate) or is
+  // freshly allocated and uninitialized (overwrite).
+  Tensor& grad_slot(bool& accumulate) {
+    Node& n = node();
+    accumulate = n.grad.defined();
+    if (!accumulate) n.grad = Tensor::empty(n.value.shape());
+    return n.grad;
+  }
+
   // A new leaf with the same value and no history.
   Variable detach() const { return Variable(value(), false); }
 
@@ -145,27 +155,28 @@ inline void Variable::backward(const Tensor& seed, bool retain_graph) {
            " does not match the output's shape ", value().shape().to_string());
   if (!requires_grad()) return;
   // Iterative post-order DFS: deep graphs (thousands of ops) must not overflow the stack.
-  std::vector<Node*> order;
+  // `order` owns the nodes, so releasing a node's inputs below cannot free a node still to be visited.
+  std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen;
-  std::vector<std::pair<Node*, std::size_t>> stack{{node_.get(), 0}};
+  std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack{{node_, 0}};
   seen.insert(node_.get());
   while (!stack.empty()) {
     auto& [n, next] = stack.back();
     if (next < n->inputs.size()) {
-      Node* child = n->inputs[next++].node_.get();
-      if (child && child->requires_grad && !seen.count(child)) {
-        seen.insert(child);
+      const std::shared_ptr<Node>& child = n->inputs[next++].node_;
+      if (child && child->requires_grad && !seen.count(child.get())) {
+        seen.insert(child.get());
         stack.emplace_back(child, 0);
       }
     } else {
-      order.push_back(n);
+      order.push_back(std::move(n));
       stack.pop_back();
     }
   }
   accumulate_into(node_->grad, seed);
   NoGradGuard no_grad;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node* n = *it;
+    Node* n = it->get();
     if (!n->backward) continue;  // a leaf
     if (n->grad.defined()) n->backward(n->inputs, n->grad);
     // Intermediate gradients are not kept: they are large and nothing reads them.

@@ -1,0 +1,1 @@
+# Dependencies of the graph layer (include/go/graph), linked into go::go.

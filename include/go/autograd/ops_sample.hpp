@@ -1,0 +1,122 @@
+#pragma once
+// Categorical distributions over the rows of a logits matrix [n, a]: seeded
+// sampling, greedy choice, log-probability of chosen actions and entropy, the
+// last two differentiable (what a policy-gradient loss needs).
+#include <cmath>
+#include <vector>
+
+#include "go/autograd/ops_norm.hpp"
+#include "go/autograd/variable.hpp"
+#include "go/core/rng.hpp"
+
+namespace go {
+
+namespace detail {
+inline void check_logits(const Tensor& logits, const char* op) {
+  GO_CHECK(logits.rank() == 2 && logits.dtype() == DType::f32 && logits.dim(1) > 0, op,
+           " needs f32 logits [n, actions] with at least one action, got ", logits.describe());
+}
+}  // namespace detail
+
+// One action per row, drawn from softmax(logits[row]) with rng (rows in order,
+// one uniform draw each: the same seed gives the same actions). i32 [n].
+inline Tensor sample_categorical(const Tensor& logits, Rng& rng) {
+  detail::check_logits(logits, "sample_categorical");
+  const std::int64_t n = logits.dim(0), a = logits.dim(1);
+  Tensor probs = Tensor::empty(logits.shape());
+  kernels::softmax_forward(logits.f32(), probs.f32(), n, a, false);
+  Tensor out = Tensor::empty(Shape{n}, DType::i32);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* p = probs.f32() + i * a;
+    const float u = rng.uniform();
+    float c = 0.f;
+    std::int32_t pick = static_cast<std::int32_t>(a - 1);
+    for (std::int64_t j = 0; j < a; ++j) {
+      c += p[j];
+      if (u < c) {
+        pick = static_cast<std::int32_t>(j);
+        break;
+      }
+    }
+    // Rounding can leave the cumulative sum below u: take the last action with mass.
+    while (pick > 0 && p[pick] == 0.f) --pick;
+    out.data<std::int32_t>()[i] = pick;
+  }
+  return out;
+}
+
+// The most likely action of each row (first on ties). i32 [n].
+inline Tensor argmax_rows(const Tensor& logits) {
+  detail::check_logits(logits, "argmax_rows");
+  const std::int64_t n = logits.dim(0), a = logits.dim(1);
+  Tensor out = Tensor::empty(Shape{n}, DType::i32);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* l = logits.f32() + i * a;
+    std::int64_t best = 0;
+    for (std::int64_t j = 1; j < a; ++j)
+      if (l[j] > l[best]) best = j;
+    out.data<std::int32_t>()[i] = static_cast<std::int32_t>(best);
+  }
+  return out;
+}
+
+// log softmax(logits)[i, actions[i]] for each row: [n].
+inline Variable categorical_log_prob(const Variable& logits, const Tensor& actions) {
+  detail::check_logits(logits.value(), "categorical_log_prob");
+  const std::int64_t n = logits.dim(0), a = logits.dim(1);
+  GO_CHECK(actions.dtype() == DType::i32 && actions.numel() == n, "categorical_log_prob: actions ",
+           actions.describe(), " must be i32 with one entry per row of ", logits.shape().to_string());
+  const std::int32_t* act = actions.data<std::int32_t>();
+  for (std::int64_t i = 0; i < n; ++i)
+    GO_CHECK(act[i] >= 0 && act[i] < a, "categorical_log_prob: action ", act[i], " of row ", i,
+             " out of range [0, ", a, ")");
+  Tensor lsm = Tensor::empty(logits.shape());
+  kernels::softmax_forward(logits.value().f32(), lsm.f32(), n, a, true);
+  Tensor out = Tensor::empty(Shape{n});
+  for (std::int64_t i = 0; i < n; ++i) out.f32()[i] = lsm.f32()[i * a + act[i]];
+  return Variable::make(std::move(out), {logits}, [lsm, actions](std::vector<Variable>& in, const Tensor& g) {
+    // d log p_k / d z_j = [j == k] - p_j.
+    const std::int64_t n = lsm.dim(0), a = lsm.dim(1);
+    Tensor d = Tensor::empty(lsm.shape());
+    const std::int32_t* act = actions.data<std::int32_t>();
+#pragma omp parallel for if (n * a > (1 << 15))
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < a; ++j)
+        d.f32()[i * a + j] = g.f32()[i] * ((j == act[i] ? 1.f : 0.f) - std::exp(lsm.f32()[i * a + j]));
+    }
+    in[0].add_grad(d);
+  });
+}
+
+// Entropy -sum_j p_j log p_j of each row: [n].
+inline Variable categorical_entropy(const Variable& logits) {
+  detail::check_logits(logits.value(), "categorical_entropy");
+  const std::int64_t n = logits.dim(0), a = logits.dim(1);
+  Tensor lsm = Tensor::empty(logits.shape());
+  kernels::softmax_forward(logits.value().f32(), lsm.f32(), n, a, true);
+  Tensor out = Tensor::empty(Shape{n});
+  for (std::int64_t i = 0; i < n; ++i) {
+    double h = 0;
+    for (std::int64_t j = 0; j < a; ++j) {
+      const float l = lsm.f32()[i * a + j];
+      if (std::isfinite(l)) h -= std::exp(static_cast<double>(l)) * l;
+    }
+    out.f32()[i] = static_cast<float>(h);
+  }
+  return Variable::make(out, {logits}, [lsm, out](std::vector<Variable>& in, const Tensor& g) {
+    // dH/dz_j = -p_j (log p_j + H).
+    const std::int64_t n = lsm.dim(0), a = lsm.dim(1);
+    Tensor d = Tensor::empty(lsm.shape());
+#pragma omp parallel for if (n * a > (1 << 15))
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < a; ++j) {
+        const float l = lsm.f32()[i * a + j];
+        const float p = std::exp(l);
+        d.f32()[i * a + j] = p == 0.f ? 0.f : -g.f32()[i] * p * (l + out.f32()[i]);
+      }
+    }
+    in[0].add_grad(d);
+  });
+}
+
+}  // namespace go

@@ -1,0 +1,188 @@
+#include "go/kernels/rowwise.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace go::kernels {
+
+namespace {
+// Below this many elements the OpenMP fork costs more than the loop.
+constexpr std::int64_t kParallelGrain = 1 << 15;
+
+template <class F>
+void for_each_row(std::int64_t rows, std::int64_t cols, F&& f) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
+  for (std::int64_t r = 0; r < rows; ++r) f(r);
+}
+}  // namespace
+
+void unary_forward(Unary op, const float* x, float* y, std::int64_t n) {
+  // A switch outside the loop lets each case vectorize.
+  switch (op) {
+#define GO_UNARY_CASE(OP)                                               \
+  case Unary::OP:                                                       \
+    _Pragma("omp parallel for simd if (n > kParallelGrain)")            \
+    for (std::int64_t i = 0; i < n; ++i) y[i] = unary_f(Unary::OP, x[i]); \
+    break;
+    GO_UNARY_CASE(relu)
+    GO_UNARY_CASE(gelu)
+    GO_UNARY_CASE(tanh)
+    GO_UNARY_CASE(sigmoid)
+    GO_UNARY_CASE(exp)
+    GO_UNARY_CASE(log)
+    GO_UNARY_CASE(neg)
+    GO_UNARY_CASE(abs)
+    GO_UNARY_CASE(sqrt)
+    GO_UNARY_CASE(square)
+#undef GO_UNARY_CASE
+  }
+}
+
+void unary_backward(Unary op, const float* x, const float* y, const float* dy, float* dx, std::int64_t n,
+                    bool accumulate) {
+  if (accumulate) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+    for (std::int64_t i = 0; i < n; ++i) dx[i] += dy[i] * unary_df(op, x[i], y[i]);
+  } else {
+#pragma omp parallel for simd if (n > kParallelGrain)
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * unary_df(op, x[i], y[i]);
+  }
+}
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                        std::int64_t rows, std::int64_t cols, float eps) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    // Two passes in double: exact enough for long rows, and the row is in cache.
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += xr[c];
+    const double mu = cols ? s / cols : 0.0;
+    double ss = 0;
+    for (std::int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
+    const float rs = static_cast<float>(1.0 / std::sqrt((cols ? ss / cols : 0.0) + eps));
+    const float m = static_cast<float>(mu);
+    mean[r] = m;
+    rstd[r] = rs;
+    if (gamma && beta) {
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rs * gamma[c] + beta[c];
+    } else if (gamma) {
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rs * gamma[c];
+    } else {
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rs + (beta ? beta[c] : 0.f);
+    }
+  });
+}
+
+void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) {
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+  for_each_row(rows, cols, [&](std::int64_t r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    const float m = mean[r], rs = rstd[r];
+    double sg = 0, sgx = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
+      const float xh = (xr[c] - m) * rs;
+      sg += g;
+      sgx += static_cast<double>(g) * xh;
+    }
+    const float mg = cols ? static_cast<float>(sg / cols) : 0.f;
+    const float mgx = cols ? static_cast<float>(sgx / cols) : 0.f;
+#pragma omp simd
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
+      const float xh = (xr[c] - m) * rs;
+      dxr[c] = rs * (g - mg - xh * mgx);
+    }
+  });
+  if (!dgamma && !dbeta) return;
+  // Column sums: per-thread partials, then a fixed-order merge (deterministic for a given thread count).
+  const int threads = rows * cols > kParallelGrain ? omp_get_max_threads() : 1;
+  std::vector<float> part(static_cast<std::size_t>(threads) * 2 * cols, 0.f);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    float* pg = part.data() + static_cast<std::size_t>(t) * 2 * cols;
+    float* pb = pg + cols;
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols;
+      const float* dyr = dy + r * cols;
+      const float m = mean[r], rs = rstd[r];
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) {
+        pg[c] += dyr[c] * (xr[c] - m) * rs;
+        pb[c] += dyr[c];
+      }
+    }
+  }
+  for (int t = 0; t < threads; ++t) {
+    const float* pg = part.data() + static_cast<std::size_t>(t) * 2 * cols;
+    const float* pb = pg + cols;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (dgamma) dgamma[c] += pg[c];
+      if (dbeta) dbeta[c] += pb[c];
+    }
+  }
+}
+
+void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols, bool log) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c) mx = std::max(mx, xr[c]);
+    if (mx == -std::numeric_limits<float>::infinity()) mx = 0.f;  // an all -inf row stays finite-free of NaN
+    float s = 0.f;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float e = std::exp(xr[c] - mx);
+      yr[c] = e;
+      s += e;
+    }
+    if (log) {
+      const float lse = mx + std::log(s);
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] - lse;
+    } else {
+      const float inv = 1.f / s;
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    }
+  });
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols, bool log) {
+  for_each_row(rows, cols, [&](std::int64_t r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    if (log) {
+      // y = x - lse: dx = dy - softmax * sum(dy).
+      float s = 0.f;
+      for (std::int64_t c = 0; c < cols; ++c) s += dyr[c];
+      for (std::int64_t c = 0; c < cols; ++c) dxr[c] = dyr[c] - std::exp(yr[c]) * s;
+    } else {
+      // dx = y * (dy - sum(dy * y)).
+      float s = 0.f;
+      for (std::int64_t c = 0; c < cols; ++c) s += dyr[c] * yr[c];
+      for (std::int64_t c = 0; c < cols; ++c) dxr[c] = yr[c] * (dyr[c] - s);
+    }
+  });
+}
+
+void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, float lr, float beta1,
+               float beta2, float eps, float weight_decay, float bc1, float bc2) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+  for (std::int64_t i = 0; i < n; ++i)
+    adam_update(param[i], grad[i], m[i], v[i], lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+}
+
+}  // namespace go::kernels

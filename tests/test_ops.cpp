@@ -1,0 +1,375 @@
+// Every dense autograd op through the generic harness: forward against a naive
+// reference written here, gradient against central finite differences.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "go/autograd/autograd.hpp"
+#include "harness.hpp"
+
+using namespace go;
+using go::test::check_gradients;
+using go::test::random_tensor;
+using go::test::require_close;
+
+namespace {
+
+// Naive elementwise reference over the broadcast grid of two matrices.
+template <class F>
+Tensor ref_binary(const Tensor& a, const Tensor& b, std::int64_t R, std::int64_t C, F f) {
+  Tensor out = Tensor::empty(Shape{R, C});
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t c = 0; c < C; ++c) {
+      const float x = a.f32()[(a.rows() == 1 ? 0 : r) * a.cols() + (a.cols() == 1 ? 0 : c)];
+      const float y = b.f32()[(b.rows() == 1 ? 0 : r) * b.cols() + (b.cols() == 1 ? 0 : c)];
+      out.f32()[r * C + c] = f(x, y);
+    }
+  return out;
+}
+
+Tensor ref_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const std::int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+  Tensor c = Tensor::empty(Shape{m, n});
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::int64_t p = 0; p < k; ++p)
+        s += static_cast<double>(ta ? a.at(p, i) : a.at(i, p)) * (tb ? b.at(j, p) : b.at(p, j));
+      c.at(i, j) = static_cast<float>(s);
+    }
+  return c;
+}
+
+Variable V(const Tensor& t) { return Variable(t, false); }
+
+}  // namespace
+
+TEST_CASE("matmul: all transpose flags, reference and gradient", "[ops]") {
+  Rng rng(1);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      const std::int64_t m = 5, k = 7, n = 3;
+      Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, rng);
+      Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, rng);
+      INFO("trans_a=" << ta << " trans_b=" << tb);
+      require_close(matmul(V(a), V(b), ta, tb).value(), ref_matmul(a, b, ta, tb), 1e-5, 1e-5, "matmul");
+      check_gradients([&](const std::vector<Variable>& x) { return matmul(x[0], x[1], ta, tb); }, {a, b});
+    }
+  // Large enough for oneDNN's blocked paths; compared with the Eigen product.
+  Tensor a = random_tensor(Shape{130, 257}, rng), b = random_tensor(Shape{257, 67}, rng);
+  require_close(tensor::matmul(a, b), ref_matmul(a, b, false, false), 1e-4, 1e-4, "matmul large");
+  Tensor ce = Tensor::empty(Shape{130, 67});
+  kernels::gemm_eigen(false, false, 130, 67, 257, 1.f, a.f32(), 257, b.f32(), 67, 0.f, ce.f32(), 67);
+  require_close(ce, ref_matmul(a, b, false, false), 1e-4, 1e-4, "gemm_eigen");
+  // Degenerate shapes.
+  REQUIRE(tensor::matmul(Tensor::zeros(Shape{0, 4}), Tensor::zeros(Shape{4, 3})).shape() == Shape{0, 3});
+  Tensor k0 = tensor::matmul(Tensor::zeros(Shape{2, 0}), Tensor::zeros(Shape{0, 3}));
+  for (float v : k0.to_vector()) REQUIRE(v == 0.f);
+  REQUIRE_THROWS_WITH(tensor::matmul(a, a), Catch::Contains("[130, 257]"));
+}
+
+TEST_CASE("matmul: gradient accumulates when a variable is used twice", "[ops]") {
+  Rng rng(2);
+  Tensor a = random_tensor(Shape{4, 4}, rng);
+  check_gradients([](const std::vector<Variable>& x) { return matmul(x[0], x[0], false, true); }, {a});
+}
+
+TEST_CASE("binary ops with broadcasting: reference and gradient", "[ops]") {
+  Rng rng(3);
+  struct Case {
+    Shape a, b;
+    std::int64_t R, C;
+  };
+  const std::vector<Case> cases = {{{4, 5}, {4, 5}, 4, 5}, {{4, 5}, {1, 5}, 4, 5}, {{4, 5}, {5}, 4, 5},
+                                   {{4, 5}, {4, 1}, 4, 5}, {{4, 5}, {}, 4, 5},     {{1, 5}, {4, 5}, 4, 5},
+                                   {{4, 1}, {1, 5}, 4, 5}};
+  for (const auto& cs : cases) {
+    Tensor a = random_tensor(cs.a, rng), b = random_tensor(cs.b, rng, 0.5f, 1.5f);  // b away from 0 for div
+    INFO("a " << cs.a.to_string() << " b " << cs.b.to_string());
+    auto fwd = [&](auto op, auto ref) {
+      Tensor got = op(V(a), V(b)).value();
+      REQUIRE(got.numel() == cs.R * cs.C);
+      require_close(got.reshape(Shape{cs.R, cs.C}), ref_binary(a, b, cs.R, cs.C, ref), 1e-6, 1e-6, "forward");
+    };
+    fwd([](auto x, auto y) { return add(x, y); }, [](float x, float y) { return x + y; });
+    fwd([](auto x, auto y) { return sub(x, y); }, [](float x, float y) { return x - y; });
+    fwd([](auto x, auto y) { return mul(x, y); }, [](float x, float y) { return x * y; });
+    fwd([](auto x, auto y) { return div(x, y); }, [](float x, float y) { return x / y; });
+    fwd([](auto x, auto y) { return minimum(x, y); }, [](float x, float y) { return std::min(x, y); });
+    fwd([](auto x, auto y) { return maximum(x, y); }, [](float x, float y) { return std::max(x, y); });
+    check_gradients([](const std::vector<Variable>& x) { return x[0] + x[1]; }, {a, b});
+    check_gradients([](const std::vector<Variable>& x) { return x[0] - x[1]; }, {a, b});
+    check_gradients([](const std::vector<Variable>& x) { return x[0] * x[1]; }, {a, b});
+    check_gradients([](const std::vector<Variable>& x) { return x[0] / x[1]; }, {a, b});
+    // minimum/maximum: a in [-1, 1], b in [0.5, 1.5]: ties have probability 0, and
+    // the finite-difference step is far below the typical gap.
+    check_gradients([](const std::vector<Variable>& x) { return minimum(x[0], x[1]); }, {a, b});
+    check_gradients([](const std::vector<Variable>& x) { return maximum(x[0], x[1]); }, {a, b});
+  }
+  REQUIRE_THROWS_WITH(add(V(Tensor::zeros(Shape{4, 5})), V(Tensor::zeros(Shape{3, 5}))),
+                      Catch::Contains("[4, 5]") && Catch::Contains("[3, 5]"));
+}
+
+TEST_CASE("unary ops: reference and gradient, including relu's kink", "[ops]") {
+  Rng rng(4);
+  Tensor x = random_tensor(Shape{6, 7}, rng, -2.f, 2.f);
+  // Keep inputs away from relu/abs kinks by more than the finite-difference step.
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    if (std::abs(x.f32()[i]) < 0.05f) x.f32()[i] = 0.3f;
+  Tensor pos = random_tensor(Shape{6, 7}, rng, 0.2f, 3.f);
+  struct U {
+    const char* name;
+    Variable (*op)(const Variable&);
+    double (*ref)(double);
+    bool positive;
+  };
+  const std::vector<U> ops = {
+      {"relu", relu, [](double v) { return v > 0 ? v : 0.0; }, false},
+      {"gelu", gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, false},
+      {"tanh", go::tanh, [](double v) { return std::tanh(v); }, false},
+      {"sigmoid", sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, false},
+      {"exp", go::exp, [](double v) { return std::exp(v); }, false},
+      {"abs", go::abs, [](double v) { return std::abs(v); }, false},
+      {"square", square, [](double v) { return v * v; }, false},
+      {"log", go::log, [](double v) { return std::log(v); }, true},
+      {"sqrt", go::sqrt, [](double v) { return std::sqrt(v); }, true},
+  };
+  for (const auto& u : ops) {
+    INFO(u.name);
+    const Tensor& in = u.positive ? pos : x;
+    Tensor want = Tensor::empty(in.shape());
+    for (std::int64_t i = 0; i < in.numel(); ++i) want.f32()[i] = static_cast<float>(u.ref(in.f32()[i]));
+    require_close(u.op(V(in)).value(), want, 1e-5, 1e-6, u.name);
+    check_gradients([&](const std::vector<Variable>& v) { return u.op(v[0]); }, {in});
+  }
+  // At exactly 0 relu uses the subgradient 0.
+  Variable z(Tensor::from_vector<float>({0.f, 1.f, -1.f}), true);
+  relu(z).backward(Tensor::ones(Shape{3}));
+  REQUIRE(z.grad().to_vector() == std::vector<float>{0.f, 1.f, 0.f});
+  // sigmoid is stable at extreme inputs.
+  Tensor ext = Tensor::from_vector<float>({-200.f, 200.f});
+  Tensor s = sigmoid(V(ext)).value();
+  REQUIRE(s.at(0) == 0.f);
+  REQUIRE(s.at(1) == 1.f);
+}
+
+TEST_CASE("scale, add_scalar, clamp and where", "[ops]") {
+  Rng rng(5);
+  Tensor x = random_tensor(Shape{5, 4}, rng, -2.f, 2.f);
+  for (std::int64_t i = 0; i < x.numel(); ++i)  // away from the clamp bounds
+    if (std::abs(std::abs(x.f32()[i]) - 0.8f) < 0.05f) x.f32()[i] = 0.f;
+  Tensor sc = scale(V(x), -2.5f).value();
+  Tensor cl = clamp(V(x), -0.8f, 0.8f).value();
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    REQUIRE(sc.f32()[i] == Approx(-2.5f * x.f32()[i]));
+    REQUIRE(cl.f32()[i] == std::min(0.8f, std::max(-0.8f, x.f32()[i])));
+  }
+  check_gradients([](const std::vector<Variable>& v) { return scale(v[0], -2.5f); }, {x});
+  check_gradients([](const std::vector<Variable>& v) { return add_scalar(v[0], 3.f); }, {x});
+  check_gradients([](const std::vector<Variable>& v) { return clamp(v[0], -0.8f, 0.8f); }, {x});
+
+  Tensor y = random_tensor(Shape{5, 4}, rng);
+  Tensor cond = Tensor::empty(Shape{5, 4});
+  for (std::int64_t i = 0; i < cond.numel(); ++i) cond.f32()[i] = (i % 3 == 0) ? 1.f : 0.f;
+  Tensor w = where(cond, V(x), V(y)).value();
+  for (std::int64_t i = 0; i < w.numel(); ++i) REQUIRE(w.f32()[i] == (i % 3 == 0 ? x.f32()[i] : y.f32()[i]));
+  check_gradients([&](const std::vector<Variable>& v) { return where(cond, v[0], v[1]); }, {x, y});
+  REQUIRE_THROWS_AS(clamp(V(x), 1.f, -1.f), Error);
+}
+
+TEST_CASE("PPO's clipped surrogate composes and differentiates", "[ops]") {
+  // loss = -mean(min(r * A, clamp(r, 0.8, 1.2) * A)), r = exp(logp - logp_old).
+  Rng rng(6);
+  Tensor logp = random_tensor(Shape{8, 1}, rng, -0.5f, 0.5f);
+  Tensor old = random_tensor(Shape{8, 1}, rng, -0.5f, 0.5f);
+  Tensor adv = random_tensor(Shape{8, 1}, rng);
+  auto surrogate = [&](const std::vector<Variable>& v) {
+    Variable ratio = go::exp(v[0] - Variable(old));
+    Variable a(adv);
+    return scale(mean(minimum(ratio * a, clamp(ratio, 0.8f, 1.2f) * a)), -1.f);
+  };
+  // Move ratios off the clip boundaries.
+  for (std::int64_t i = 0; i < 8; ++i) {
+    const float r = std::exp(logp.f32()[i] - old.f32()[i]);
+    if (std::abs(r - 0.8f) < 0.02f || std::abs(r - 1.2f) < 0.02f) logp.f32()[i] = old.f32()[i];
+  }
+  double want = 0;
+  for (std::int64_t i = 0; i < 8; ++i) {
+    const double r = std::exp(static_cast<double>(logp.f32()[i]) - old.f32()[i]);
+    const double c = std::min(1.2, std::max(0.8, r));
+    want += std::min(r * adv.f32()[i], c * adv.f32()[i]);
+  }
+  REQUIRE(surrogate({V(logp)}).item() == Approx(-want / 8).epsilon(1e-5));
+  check_gradients(surrogate, {logp});
+}
+
+TEST_CASE("sum and mean: all, per row, per column", "[ops]") {
+  Rng rng(7);
+  Tensor x = random_tensor(Shape{6, 9}, rng);
+  double all = 0;
+  std::vector<double> rows(6, 0), cols(9, 0);
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 9; ++c) {
+      all += x.at(r, c);
+      rows[r] += x.at(r, c);
+      cols[c] += x.at(r, c);
+    }
+  REQUIRE(sum(V(x)).item() == Approx(all).margin(1e-5));
+  REQUIRE(mean(V(x)).item() == Approx(all / 54).margin(1e-6));
+  Tensor sr = sum(V(x), 1).value(), mc = mean(V(x), 0).value();
+  REQUIRE(sr.shape() == Shape{6, 1});
+  REQUIRE(mc.shape() == Shape{1, 9});
+  for (int r = 0; r < 6; ++r) REQUIRE(sr.at(r, 0) == Approx(rows[r]).margin(1e-5));
+  for (int c = 0; c < 9; ++c) REQUIRE(mc.at(0, c) == Approx(cols[c] / 6).margin(1e-6));
+  for (int axis = -1; axis <= 1; ++axis) {
+    check_gradients([axis](const std::vector<Variable>& v) { return sum(v[0], axis); }, {x});
+    check_gradients([axis](const std::vector<Variable>& v) { return mean(v[0], axis); }, {x});
+  }
+  // Empty input: sum 0, mean 0 (not NaN).
+  REQUIRE(sum(V(Tensor::zeros(Shape{0, 3}))).item() == 0.f);
+  REQUIRE(mean(V(Tensor::zeros(Shape{0, 3}))).item() == 0.f);
+  // A long reduction keeps precision (double partial sums).
+  Tensor big = Tensor::full(Shape{1000000}, 0.1f);
+  REQUIRE(sum(V(big)).item() == Approx(100000.0).epsilon(1e-6));
+}
+
+TEST_CASE("concat, slice, gather rows and embedding", "[ops]") {
+  Rng rng(8);
+  Tensor a = random_tensor(Shape{3, 4}, rng), b = random_tensor(Shape{2, 4}, rng), c = random_tensor(Shape{3, 2}, rng);
+  Tensor r0 = concat({V(a), V(b)}, 0).value();
+  REQUIRE(r0.shape() == Shape{5, 4});
+  REQUIRE(r0.at(3, 2) == b.at(0, 2));
+  Tensor r1 = concat({V(a), V(c)}, 1).value();
+  REQUIRE(r1.shape() == Shape{3, 6});
+  REQUIRE(r1.at(2, 5) == c.at(2, 1));
+  REQUIRE(r1.at(1, 3) == a.at(1, 3));
+  check_gradients([](const std::vector<Variable>& v) { return concat({v[0], v[1]}, 0); }, {a, b});
+  check_gradients([](const std::vector<Variable>& v) { return concat({v[0], v[1], v[0]}, 1); }, {a, c});
+  REQUIRE_THROWS_WITH(concat({V(a), V(c)}, 0), Catch::Contains("[3, 2]"));
+
+  Tensor s0 = slice(V(a), 0, 1, 3).value(), s1 = slice(V(a), 1, 1, 3).value();
+  REQUIRE(s0.shape() == Shape{2, 4});
+  REQUIRE(s0.at(1, 3) == a.at(2, 3));
+  REQUIRE(s1.shape() == Shape{3, 2});
+  REQUIRE(s1.at(2, 1) == a.at(2, 2));
+  REQUIRE(slice(V(a), 1, 2, 2).value().shape() == Shape{3, 0});
+  check_gradients([](const std::vector<Variable>& v) { return slice(v[0], 0, 1, 3); }, {a});
+  check_gradients([](const std::vector<Variable>& v) { return slice(v[0], 1, 1, 4); }, {a});
+  REQUIRE_THROWS_WITH(slice(V(a), 1, 2, 5), Catch::Contains("out of range"));
+
+  Tensor idx = Tensor::from_vector<std::int32_t>({2, 0, 2, 1, 2});
+  Tensor g = gather_rows(V(a), idx).value();
+  REQUIRE(g.shape() == Shape{5, 4});
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 4; ++j) REQUIRE(g.at(i, j) == a.at(idx.data<std::int32_t>()[i], j));
+  // Repeated indices accumulate gradient.
+  check_gradients([&](const std::vector<Variable>& v) { return gather_rows(v[0], idx); }, {a});
+  check_gradients([&](const std::vector<Variable>& v) { return embedding(v[0], idx); }, {a});
+  REQUIRE_THROWS_WITH(gather_rows(V(a), Tensor::from_vector<std::int32_t>({3})), Catch::Contains("out of range"));
+  REQUIRE(gather_rows(V(a), Tensor::zeros(Shape{0}, DType::i32)).value().shape() == Shape{0, 4});
+}
+
+TEST_CASE("layer norm, softmax and log-softmax", "[ops]") {
+  Rng rng(9);
+  Tensor x = random_tensor(Shape{5, 8}, rng, -3.f, 3.f);
+  Tensor gamma = random_tensor(Shape{8}, rng, 0.5f, 1.5f), beta = random_tensor(Shape{8}, rng);
+  Tensor y = layer_norm(V(x), V(gamma), V(beta)).value();
+  for (int r = 0; r < 5; ++r) {
+    double m = 0, v = 0;
+    for (int c = 0; c < 8; ++c) m += x.at(r, c);
+    m /= 8;
+    for (int c = 0; c < 8; ++c) v += (x.at(r, c) - m) * (x.at(r, c) - m);
+    v /= 8;
+    for (int c = 0; c < 8; ++c)
+      REQUIRE(y.at(r, c) == Approx((x.at(r, c) - m) / std::sqrt(v + 1e-5) * gamma.at(c) + beta.at(c)).margin(1e-5));
+  }
+  check_gradients([](const std::vector<Variable>& v) { return layer_norm(v[0], v[1], v[2]); }, {x, gamma, beta});
+  check_gradients([](const std::vector<Variable>& v) { return layer_norm(v[0]); }, {x});
+
+  Tensor sm = softmax(V(x)).value(), lsm = log_softmax(V(x)).value();
+  for (int r = 0; r < 5; ++r) {
+    double z = 0, mx = -1e30;
+    for (int c = 0; c < 8; ++c) mx = std::max<double>(mx, x.at(r, c));
+    for (int c = 0; c < 8; ++c) z += std::exp(x.at(r, c) - mx);
+    for (int c = 0; c < 8; ++c) {
+      REQUIRE(sm.at(r, c) == Approx(std::exp(x.at(r, c) - mx) / z).margin(1e-6));
+      REQUIRE(lsm.at(r, c) == Approx(x.at(r, c) - mx - std::log(z)).margin(1e-5));
+    }
+  }
+  check_gradients([](const std::vector<Variable>& v) { return softmax(v[0]); }, {x});
+  check_gradients([](const std::vector<Variable>& v) { return log_softmax(v[0]); }, {x});
+  // Large logits do not overflow.
+  Tensor big = Tensor::from_vector<float>({1000.f, 1000.f, -1000.f}, Shape{1, 3});
+  Tensor sb = softmax(V(big)).value();
+  REQUIRE(sb.at(0, 0) == Approx(0.5f));
+  REQUIRE(sb.at(0, 2) == 0.f);
+}
+
+TEST_CASE("categorical: sampling frequencies, log-prob and entropy", "[ops]") {
+  Rng rng(10);
+  Tensor logits = random_tensor(Shape{4, 5}, rng, -2.f, 2.f);
+  // Seeded sampling is reproducible and matches the softmax frequencies.
+  Tensor probs = softmax(V(logits)).value();
+  Rng s1(3), s2(3);
+  REQUIRE(sample_categorical(logits, s1).to_vector<std::int32_t>() ==
+          sample_categorical(logits, s2).to_vector<std::int32_t>());
+  const int draws = 20000;
+  std::vector<std::vector<int>> counts(4, std::vector<int>(5, 0));
+  for (int t = 0; t < draws; ++t) {
+    Tensor a = sample_categorical(logits, s1);
+    for (int i = 0; i < 4; ++i) counts[i][a.data<std::int32_t>()[i]]++;
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j) CHECK(counts[i][j] / double(draws) == Approx(probs.at(i, j)).margin(0.015));
+
+  Tensor act = Tensor::from_vector<std::int32_t>({0, 4, 2, 2});
+  Tensor lp = categorical_log_prob(V(logits), act).value();
+  Tensor ent = categorical_entropy(V(logits)).value();
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(lp.at(i) == Approx(std::log(probs.at(i, act.data<std::int32_t>()[i]))).margin(1e-5));
+    double h = 0;
+    for (int j = 0; j < 5; ++j) h -= probs.at(i, j) * std::log(probs.at(i, j));
+    REQUIRE(ent.at(i) == Approx(h).margin(1e-5));
+  }
+  check_gradients([&](const std::vector<Variable>& v) { return categorical_log_prob(v[0], act); }, {logits});
+  check_gradients([](const std::vector<Variable>& v) { return categorical_entropy(v[0]); }, {logits});
+
+  // Greedy picks the maximum; a one-hot distribution always samples its action.
+  Tensor peaked = Tensor::from_vector<float>({0.f, 50.f, 0.f, -50.f, -50.f, 10.f}, Shape{2, 3});
+  REQUIRE(argmax_rows(peaked).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2});
+  for (int t = 0; t < 100; ++t) REQUIRE(sample_categorical(peaked, s1).to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2});
+  // Entropy of a uniform row is log(a).
+  REQUIRE(categorical_entropy(V(Tensor::zeros(Shape{1, 8}))).value().at(0) == Approx(std::log(8.0)));
+  REQUIRE_THROWS_WITH(categorical_log_prob(V(logits), Tensor::from_vector<std::int32_t>({0, 5, 0, 0})),
+                      Catch::Contains("out of range"));
+}
+
+TEST_CASE("autograd: accumulation, no-grad scope, detach, deep chains", "[autograd]") {
+  Variable x(Tensor::from_vector<float>({2.f, 3.f}), true);
+  // y = x * x + x: dy/dx = 2x + 1, the shared input receives both contributions.
+  Variable y = sum(x * x + x);
+  y.backward();
+  REQUIRE(x.grad().to_vector() == std::vector<float>{5.f, 7.f});
+  // A second backward accumulates into the leaf until zero_grad.
+  sum(x * x + x).backward();
+  REQUIRE(x.grad().to_vector() == std::vector<float>{10.f, 14.f});
+  x.zero_grad();
+  REQUIRE(x.grad().to_vector() == std::vector<float>{0.f, 0.f});
+  {
+    NoGradGuard ng;
+    Variable z = x * x;
+    REQUIRE_FALSE(z.requires_grad());
+  }
+  REQUIRE((x * x).requires_grad());
+  Variable d = x.detach();
+  REQUIRE_FALSE((d * d).requires_grad());
+  // backward without a seed needs a scalar.
+  REQUIRE_THROWS_WITH((x * x).backward(), Catch::Contains("scalar"));
+
+  // A chain of 20,000 ops (deeper than any recursion could go) differentiates.
+  Variable w(Tensor::from_vector<float>({1.f}), true);
+  Variable h = w;
+  for (int i = 0; i < 20000; ++i) h = add_scalar(h, 0.f);
+  sum(scale(h, 3.f)).backward();
+  REQUIRE(w.grad().at(0) == 3.f);
+}
