@@ -5,16 +5,23 @@
 #include <exception>
 #include <string>
 
+#include "demo.hpp"
+#include "go/core/error.hpp"
 #include "go/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"gopt: learn placement, scheduling and fusion of ML dataflow graphs for multi-GPU machines"};
   app.set_version_flag("--version", std::string("gopt ") + GO_VERSION_STRING);
   app.require_subcommand(0, 1);
-  CLI11_PARSE(app, argc, argv);
-  if (app.get_subcommands().empty()) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
+  gopt::add_demo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const go::Error& e) {
+    std::fprintf(stderr, "gopt: %s\n", e.what());
+    return 1;
   }
+  if (app.get_subcommands().empty()) std::fputs(app.help().c_str(), stdout);
   return 0;
 }
