@@ -58,14 +58,16 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
   for_each_row(rows, cols, [&](std::int64_t r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
-    // Two passes in double: exact enough for long rows, and the row is in cache.
-    double s = 0;
+    // Two passes (mean, then centred squares): no cancellation, and both vectorize.
+    float s = 0.f;
+#pragma omp simd reduction(+ : s)
     for (std::int64_t c = 0; c < cols; ++c) s += xr[c];
-    const double mu = cols ? s / cols : 0.0;
-    double ss = 0;
+    const float mu = cols ? s / static_cast<float>(cols) : 0.f;
+    float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
     for (std::int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
-    const float rs = static_cast<float>(1.0 / std::sqrt((cols ? ss / cols : 0.0) + eps));
-    const float m = static_cast<float>(mu);
+    const float rs = 1.f / std::sqrt((cols ? ss / static_cast<float>(cols) : 0.f) + eps);
+    const float m = mu;
     mean[r] = m;
     rstd[r] = rs;
     if (gamma && beta) {
@@ -83,49 +85,47 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) {
-  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
-  for_each_row(rows, cols, [&](std::int64_t r) {
-    const float* xr = x + r * cols;
-    const float* dyr = dy + r * cols;
-    float* dxr = dx + r * cols;
-    const float m = mean[r], rs = rstd[r];
-    double sg = 0, sgx = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
-      const float xh = (xr[c] - m) * rs;
-      sg += g;
-      sgx += static_cast<double>(g) * xh;
-    }
-    const float mg = cols ? static_cast<float>(sg / cols) : 0.f;
-    const float mgx = cols ? static_cast<float>(sgx / cols) : 0.f;
-#pragma omp simd
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
-      const float xh = (xr[c] - m) * rs;
-      dxr[c] = rs * (g - mg - xh * mgx);
-    }
-  });
-  if (!dgamma && !dbeta) return;
-  // Column sums: per-thread partials, then a fixed-order merge (deterministic for a given thread count).
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma. The column sums
+  // for dgamma / dbeta go to per-thread partials in the same pass (the row is in
+  // cache), merged in a fixed order: deterministic for a given thread count.
+  const bool want_params = dgamma || dbeta;
   const int threads = rows * cols > kParallelGrain ? omp_get_max_threads() : 1;
-  std::vector<float> part(static_cast<std::size_t>(threads) * 2 * cols, 0.f);
+  std::vector<float> part(want_params ? static_cast<std::size_t>(threads) * 2 * cols : 0, 0.f);
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num();
-    float* pg = part.data() + static_cast<std::size_t>(t) * 2 * cols;
-    float* pb = pg + cols;
+    float* pg = want_params ? part.data() + static_cast<std::size_t>(omp_get_thread_num()) * 2 * cols : nullptr;
+    float* pb = want_params ? pg + cols : nullptr;
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * cols;
       const float* dyr = dy + r * cols;
+      float* dxr = dx + r * cols;
       const float m = mean[r], rs = rstd[r];
+      float sg = 0.f, sgx = 0.f;
+#pragma omp simd reduction(+ : sg, sgx)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
+        sg += g;
+        sgx += g * (xr[c] - m) * rs;
+      }
+      const float mg = cols ? sg / static_cast<float>(cols) : 0.f;
+      const float mgx = cols ? sgx / static_cast<float>(cols) : 0.f;
 #pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) {
-        pg[c] += dyr[c] * (xr[c] - m) * rs;
-        pb[c] += dyr[c];
+        const float g = dyr[c] * (gamma ? gamma[c] : 1.f);
+        const float xh = (xr[c] - m) * rs;
+        dxr[c] = rs * (g - mg - xh * mgx);
+      }
+      if (want_params) {
+#pragma omp simd
+        for (std::int64_t c = 0; c < cols; ++c) {
+          pg[c] += dyr[c] * (xr[c] - m) * rs;
+          pb[c] += dyr[c];
+        }
       }
     }
   }
+  if (!want_params) return;
   for (int t = 0; t < threads; ++t) {
     const float* pg = part.data() + static_cast<std::size_t>(t) * 2 * cols;
     const float* pb = pg + cols;
@@ -141,19 +141,23 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
     float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
     for (std::int64_t c = 0; c < cols; ++c) mx = std::max(mx, xr[c]);
-    if (mx == -std::numeric_limits<float>::infinity()) mx = 0.f;  // an all -inf row stays finite-free of NaN
+    if (mx == -std::numeric_limits<float>::infinity()) mx = 0.f;  // an all -inf row: no inf - inf
     float s = 0.f;
+#pragma omp simd reduction(+ : s)
     for (std::int64_t c = 0; c < cols; ++c) {
-      const float e = std::exp(xr[c] - mx);
+      const float e = exp_f(xr[c] - mx);
       yr[c] = e;
       s += e;
     }
     if (log) {
       const float lse = mx + std::log(s);
+#pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) yr[c] = xr[c] - lse;
     } else {
       const float inv = 1.f / s;
+#pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;
     }
   });
@@ -164,15 +168,18 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t r
     const float* yr = y + r * cols;
     const float* dyr = dy + r * cols;
     float* dxr = dx + r * cols;
+    float s = 0.f;
     if (log) {
       // y = x - lse: dx = dy - softmax * sum(dy).
-      float s = 0.f;
+#pragma omp simd reduction(+ : s)
       for (std::int64_t c = 0; c < cols; ++c) s += dyr[c];
-      for (std::int64_t c = 0; c < cols; ++c) dxr[c] = dyr[c] - std::exp(yr[c]) * s;
+#pragma omp simd
+      for (std::int64_t c = 0; c < cols; ++c) dxr[c] = dyr[c] - exp_f(yr[c]) * s;
     } else {
       // dx = y * (dy - sum(dy * y)).
-      float s = 0.f;
+#pragma omp simd reduction(+ : s)
       for (std::int64_t c = 0; c < cols; ++c) s += dyr[c] * yr[c];
+#pragma omp simd
       for (std::int64_t c = 0; c < cols; ++c) dxr[c] = yr[c] * (dyr[c] - s);
     }
   });

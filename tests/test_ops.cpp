@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "go/autograd/autograd.hpp"
 #include "harness.hpp"
@@ -372,4 +373,91 @@ TEST_CASE("autograd: accumulation, no-grad scope, detach, deep chains", "[autogr
   for (int i = 0; i < 20000; ++i) h = add_scalar(h, 0.f);
   sum(scale(h, 3.f)).backward();
   REQUIRE(w.grad().at(0) == 3.f);
+}
+
+TEST_CASE("vectorizable math bodies match libm", "[ops][math]") {
+  double worst_exp = 0, worst_tanh = 0, worst_erf = 0, worst_sig = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    const float x = static_cast<float>(i) * 4.4e-4f;  // [-88, 88]
+    if (x > -87.3f && x < 88.7f)
+      worst_exp = std::max(worst_exp, std::abs(kernels::exp_f(x) / std::exp(static_cast<double>(x)) - 1.0));
+    const float s = x / 8.f;  // [-11, 11]
+    worst_tanh = std::max(worst_tanh, std::abs(kernels::tanh_f(s) - std::tanh(static_cast<double>(s))));
+    worst_erf = std::max(worst_erf, std::abs(kernels::erf_f(s) - std::erf(static_cast<double>(s))));
+    worst_sig = std::max(worst_sig, std::abs(kernels::sigmoid_f(x) - 1.0 / (1.0 + std::exp(-static_cast<double>(x)))));
+  }
+  CHECK(worst_exp < 4e-7);
+  CHECK(worst_tanh < 3e-7);
+  CHECK(worst_erf < 4e-7);
+  CHECK(worst_sig < 3e-7);
+  // Near zero tanh keeps relative precision.
+  CHECK(kernels::tanh_f(1e-5f) == Approx(1e-5f).epsilon(1e-6));
+  // Masked entries: exp(-inf) = 0, no NaN.
+  CHECK(kernels::exp_f(-std::numeric_limits<float>::infinity()) == 0.f);
+  CHECK(kernels::exp_f(-1000.f) == 0.f);
+  CHECK(std::isfinite(kernels::exp_f(88.7f)));
+}
+
+TEST_CASE("large inputs take the parallel paths and still match the references", "[ops]") {
+  Rng rng(21);
+  const std::int64_t R = 700, C = 96;  // above the kernels' parallel grain
+  Tensor x = random_tensor(Shape{R, C}, rng, -2.f, 2.f), dy = random_tensor(Shape{R, C}, rng);
+  Tensor gamma = random_tensor(Shape{C}, rng, 0.5f, 1.5f), beta = random_tensor(Shape{C}, rng);
+  Variable vx(x, true), vg(gamma, true), vb(beta, true);
+  Variable y = layer_norm(vx, vg, vb);
+  y.backward(dy);
+  // Reference in double: forward, then dx, dgamma, dbeta from the closed forms.
+  std::vector<double> dg(C, 0), db(C, 0);
+  for (std::int64_t r = 0; r < R; ++r) {
+    double m = 0, v = 0;
+    for (std::int64_t c = 0; c < C; ++c) m += x.at(r, c);
+    m /= C;
+    for (std::int64_t c = 0; c < C; ++c) v += (x.at(r, c) - m) * (x.at(r, c) - m);
+    const double rs = 1 / std::sqrt(v / C + 1e-5);
+    double sg = 0, sgx = 0;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double xh = (x.at(r, c) - m) * rs, g = dy.at(r, c) * gamma.at(c);
+      REQUIRE(y.value().at(r, c) == Approx(xh * gamma.at(c) + beta.at(c)).margin(2e-5));
+      sg += g;
+      sgx += g * xh;
+      dg[c] += dy.at(r, c) * xh;
+      db[c] += dy.at(r, c);
+    }
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double xh = (x.at(r, c) - m) * rs, g = dy.at(r, c) * gamma.at(c);
+      REQUIRE(vx.grad().at(r, c) == Approx(rs * (g - sg / C - xh * sgx / C)).margin(2e-4));
+    }
+  }
+  for (std::int64_t c = 0; c < C; ++c) {
+    REQUIRE(vg.grad().at(c) == Approx(dg[c]).margin(2e-3));
+    REQUIRE(vb.grad().at(c) == Approx(db[c]).margin(2e-3));
+  }
+  // Softmax and gelu over the same large input.
+  Tensor sm = softmax(Variable(x)).value(), ge = gelu(Variable(x)).value();
+  for (std::int64_t r = 0; r < R; ++r) {
+    double z = 0;
+    for (std::int64_t c = 0; c < C; ++c) z += std::exp(static_cast<double>(x.at(r, c)));
+    for (std::int64_t c = 0; c < C; ++c) {
+      REQUIRE(sm.at(r, c) == Approx(std::exp(static_cast<double>(x.at(r, c))) / z).margin(1e-6));
+      const double v = x.at(r, c);
+      REQUIRE(ge.at(r, c) == Approx(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))).margin(1e-6));
+    }
+  }
+}
+
+TEST_CASE("host buffers are recycled without sharing live data", "[core]") {
+  const Shape big{512, 1024};  // 2 MiB: above the cache's threshold
+  const void* first;
+  {
+    Tensor a = Tensor::full(big, 1.f);
+    first = a.raw();
+  }
+  Tensor b = Tensor::full(big, 2.f);
+  CHECK(b.raw() == first);  // the freed block came back
+  Tensor c = Tensor::full(big, 3.f);
+  REQUIRE(c.raw() != b.raw());  // a live block is never handed out twice
+  REQUIRE(b.at(0, 0) == 2.f);
+  REQUIRE(c.at(511, 1023) == 3.f);
+  release_cached_host_memory();
+  REQUIRE(detail::HostBlockCache::instance().cached_bytes() == 0);
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -18,15 +20,83 @@
 namespace go {
 
 namespace detail {
+
+// Large host buffers are recycled instead of returned to the system: a training
+// step allocates the same activation sizes every time, and fresh pages from the
+// kernel cost a page fault each (about as much as the kernels that fill them).
+// Blocks of at least kMinCached bytes are kept, up to kMaxCachedBytes in all.
+class HostBlockCache {
+ public:
+  static constexpr std::size_t kMinCached = std::size_t(1) << 18;
+  static constexpr std::size_t kMaxCachedBytes = std::size_t(2) << 30;
+
+  static HostBlockCache& instance() {
+    static HostBlockCache* cache = new HostBlockCache();  // never destroyed: tensors may outlive static teardown
+    return *cache;
+  }
+
+  void* take(std::size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) {
+      release();  // give the cache back and try once more
+      p = std::aligned_alloc(64, bytes);
+    }
+    if (!p) GO_FAIL("out of host memory allocating ", bytes, " bytes");
+    return p;
+  }
+
+  void give(void* p, std::size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kMaxCachedBytes) {
+        free_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  // Returns every cached block to the system.
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [n, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_multimap<std::size_t, void*> free_;
+  std::size_t cached_ = 0;
+};
+
 // 64-byte aligned host buffer: whole cache lines and aligned vector loads.
 inline std::shared_ptr<void> allocate_host(std::size_t bytes) {
   if (bytes == 0) return std::shared_ptr<void>(nullptr, [](void*) {});
   const std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) GO_FAIL("out of host memory allocating ", bytes, " bytes");
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  void* p = HostBlockCache::instance().take(rounded);
+  return std::shared_ptr<void>(p, [rounded](void* q) { HostBlockCache::instance().give(q, rounded); });
 }
 }  // namespace detail
+
+// Returns the host memory cached for reuse to the system (see detail::HostBlockCache).
+inline void release_cached_host_memory() { detail::HostBlockCache::instance().release(); }
 
 class Tensor {
  public:

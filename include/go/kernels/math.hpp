@@ -9,18 +9,83 @@ namespace go::kernels {
 
 enum class Unary : std::uint8_t { relu, gelu, tanh, sigmoid, exp, log, neg, abs, sqrt, square };
 
+GO_HOST_DEVICE float bits_to_float(std::int32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(b);
+#else
+  return __builtin_bit_cast(float, b);  // memcpy here would block vectorization
+#endif
+}
+
+// exp, erf and tanh without libm calls, so that CPU loops over them vectorize
+// (libm's expf/erff/tanhf are scalar calls). Errors are checked against libm in tests/test_ops.cpp.
+GO_HOST_DEVICE float exp_f(float x) {
+  // Written without branches or floorf so that loops over it vectorize.
+  const bool underflow = !(x > -87.33f);  // below FLT_MIN's exponent, also -inf and NaN (masked entries)
+  x = x < 88.72f ? x : 88.72f;
+  x = underflow ? 0.f : x;
+  // round(x / ln 2): adding 1.5 * 2^23 drops the fraction.
+  const float k = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;
+  // r = x - k ln 2 in two parts (Cody-Waite), exact enough for |k| <= 128.
+  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+  // Cephes expf minimax polynomial on [-ln2 / 2, ln2 / 2].
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.f;
+  // 2^k in two factors so that k = 128 (x near 88.72) does not overflow the exponent field.
+  const std::int32_t ki = static_cast<std::int32_t>(k);
+  const std::int32_t k1 = ki >> 1, k2 = ki - k1;
+  const float y = p * bits_to_float((k1 + 127) << 23) * bits_to_float((k2 + 127) << 23);
+  return underflow ? 0.f : y;
+}
+
 GO_HOST_DEVICE float sigmoid_f(float x) {
-  // Split by sign so exp never overflows.
-  if (x >= 0.f) return 1.f / (1.f + expf(-x));
-  const float e = expf(x);
-  return e / (1.f + e);
+  // Split by sign so the exponential never overflows.
+  const float e = exp_f(-fabsf(x));
+  const float r = 1.f / (1.f + e);
+  return x >= 0.f ? r : e * r;
+}
+
+GO_HOST_DEVICE float tanh_f(float x) {
+  const float a = fabsf(x);
+  // Near 0, 1 - 2 / (e^2a + 1) cancels: use the series there (both computed, then selected, to vectorize).
+  const float a2 = x * x;
+  const float series = x * (1.f - a2 * (1.f / 3.f - a2 * (2.f / 15.f)));
+  const float r = 1.f - 2.f / (exp_f(2.f * a) + 1.f);
+  return a < 0.04f ? series : (x < 0.f ? -r : r);
+}
+
+// Maclaurin series below 0.5 (where the rational form below cancels), Abramowitz &
+// Stegun 7.1.26 above; both computed, then selected, to vectorize.
+GO_HOST_DEVICE float erf_f(float x) {
+  const float a = fabsf(x);
+  const float x2 = x * x;
+  float s = -1.f / 1320.f;
+  s = s * x2 + 1.f / 216.f;
+  s = s * x2 - 1.f / 42.f;
+  s = s * x2 + 1.f / 10.f;
+  s = s * x2 - 1.f / 3.f;
+  s = s * x2 + 1.f;
+  const float series = 1.12837916709551257f * x * s;
+  const float t = 1.f / (1.f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float r = 1.f - p * t * exp_f(-a * a);
+  return a < 0.5f ? series : (x < 0.f ? -r : r);
 }
 
 // Exact GELU (erf form), as PyTorch's default.
-GO_HOST_DEVICE float gelu_f(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+GO_HOST_DEVICE float gelu_f(float x) { return 0.5f * x * (1.f + erf_f(x * 0.70710678118654752f)); }
 GO_HOST_DEVICE float gelu_df(float x) {
-  const float cdf = 0.5f * (1.f + erff(x * 0.70710678118654752f));
-  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  const float cdf = 0.5f * (1.f + erf_f(x * 0.70710678118654752f));
+  const float pdf = 0.39894228040143268f * exp_f(-0.5f * x * x);
   return cdf + x * pdf;
 }
 
@@ -28,9 +93,9 @@ GO_HOST_DEVICE float unary_f(Unary op, float x) {
   switch (op) {
     case Unary::relu: return x > 0.f ? x : 0.f;
     case Unary::gelu: return gelu_f(x);
-    case Unary::tanh: return tanhf(x);
+    case Unary::tanh: return tanh_f(x);
     case Unary::sigmoid: return sigmoid_f(x);
-    case Unary::exp: return expf(x);
+    case Unary::exp: return exp_f(x);
     case Unary::log: return logf(x);
     case Unary::neg: return -x;
     case Unary::abs: return fabsf(x);
