@@ -1,5 +1,7 @@
 #pragma once
 // All autograd ops.
+#include "go/autograd/aggregate.hpp"
+#include "go/autograd/attention.hpp"
 #include "go/autograd/ops_elementwise.hpp"
 #include "go/autograd/ops_linear.hpp"
 #include "go/autograd/ops_norm.hpp"

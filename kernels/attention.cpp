@@ -1,0 +1,626 @@
+// Segment-recurrent multi-head attention on the CPU: a FlashAttention-2 style
+// fused kernel (online softmax over key tiles) with register-blocked AVX-512
+// micro-kernels. See include/go/kernels/attention.hpp for the contract.
+//
+// Layout of the work. One task is one (segment, head); tasks run in parallel
+// with OpenMP. Inside a task the queries are cut into blocks of kBq = 64 and the
+// visible keys into blocks of kBk = 64. Scores are kept TRANSPOSED in a tile
+// S^T[key][query] (64 x 64 floats, L1 resident): then every per-query quantity
+// of the softmax (running max, running sum, rescale factor, lse) is a vector
+// over 16 queries, and the reductions over keys are plain vertical max / add,
+// never a horizontal reduction. All five products of forward and backward are
+// one micro-kernel shape:
+//
+//   C[r, :] (=|+=|= rowscale[r] *) C[r, :]  +  sum_t A(r, t) * B[t, :]
+//
+// with A read by broadcast (any strides) and B read as rows of 16-float
+// vectors (the last one masked when head_dim is not a multiple of 16):
+//   S^T  = K  . Q^T     A = K rows,   B = packed, pre-scaled Q^T   (T = head_dim)
+//   O    = O*alpha + P V  A = P^T (transposed access), B = V rows   (T = keys)
+//   dP^T = V  . dO^T    A = V rows,   B = packed dO^T               (T = head_dim)
+//   dQ  += dS K         A = dS^T (transposed access), B = K rows   (T = keys)
+//   dK  += dS^T Q       A = dS^T rows, B = Q rows                  (T = queries)
+//   dV  += P^T dO       A = P^T rows,  B = dO rows                 (T = queries)
+// The softmax works in base 2 (Q^T is pre-scaled by scale * log2(e)), so the
+// exponentials are exp2, computed by a polynomial plus scalef.
+//
+// Masks are never materialised: with causal, a key tile entirely after the
+// query block is skipped, a tile entirely before it needs no mask, and only
+// tiles that cross the diagonal compare key and query indices lane by lane.
+//
+// Backward without races: the cached (memory) rows are stop-gradient, so the
+// key/value rows of segment s receive gradient only from the queries of
+// segment s, and the query rows of segment s only from segment s too. Each
+// (segment, head) task therefore owns rows [b, e) x columns of head h of dq,
+// dk and dv: no atomics, no reduction buffers.
+#include "go/kernels/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#if defined(__AVX512F__)
+// GCC 12 reports a false "(may be) used uninitialized" inside its own AVX-512
+// headers (_mm512_undefined_ps is a self-initialised variable).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+#include "go/core/error.hpp"
+
+namespace go::kernels {
+namespace {
+
+constexpr int kW = 16;   // floats per vector
+constexpr int kBq = 64;  // queries per block (4 vectors): row stride of the score tiles
+constexpr int kBk = 64;  // keys per block
+constexpr int kQV = kBq / kW;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// ---- a minimal 16-lane float vector ---------------------------------------
+#if defined(__AVX512F__)
+using vf = __m512;
+using vmask = __mmask16;
+inline vmask mask_first(int count) { return static_cast<vmask>((1u << count) - 1u); }
+inline vf vzero() { return _mm512_setzero_ps(); }
+inline vf vset1(float x) { return _mm512_set1_ps(x); }
+inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+inline vf vloadm(const float* p, vmask m) { return _mm512_maskz_loadu_ps(m, p); }
+inline void vstore(float* p, vf x) { _mm512_storeu_ps(p, x); }
+inline void vstorem(float* p, vmask m, vf x) { _mm512_mask_storeu_ps(p, m, x); }
+inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
+// Lanes where key index j > query index (q0 + lane) become -inf.
+inline vf vcausal(vf x, std::int64_t j, std::int64_t q0) {
+  const std::int64_t lim = j - q0;  // lane < lim is masked
+  if (lim <= 0) return x;
+  if (lim >= kW) return vset1(kNegInf);
+  return _mm512_mask_mov_ps(x, mask_first(static_cast<int>(lim)), vset1(kNegInf));
+}
+// 2^x for x <= 0 (or a little above); exactly 0 below -126 and for -inf.
+inline vf vexp2(vf x) {
+  const vmask live = _mm512_cmp_ps_mask(x, vset1(-126.f), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, vset1(-126.f));
+  const vf n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const vf f = vsub(x, n);  // [-0.5, 0.5]
+  // Cephes exp2f minimax polynomial: 2^f = 1 + f * P(f), relative error ~1e-7.
+  vf p = vset1(1.535336188319500e-4f);
+  p = vfma(p, f, vset1(1.339887440266574e-3f));
+  p = vfma(p, f, vset1(9.618437357674640e-3f));
+  p = vfma(p, f, vset1(5.550332471162809e-2f));
+  p = vfma(p, f, vset1(2.402264791363012e-1f));
+  p = vfma(p, f, vset1(6.931472028550421e-1f));
+  p = vfma(p, f, vset1(1.f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+// log2(x) for positive normal x: exponent + atanh series of the mantissa in [sqrt(1/2), sqrt(2)).
+inline vf vlog2(vf x) {
+  vf m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+  vf e = _mm512_getexp_ps(x);
+  const vmask big = _mm512_cmp_ps_mask(m, vset1(1.41421356f), _CMP_GT_OQ);
+  m = _mm512_mask_mul_ps(m, big, m, vset1(0.5f));
+  e = _mm512_mask_add_ps(e, big, e, vset1(1.f));
+  const vf z = _mm512_div_ps(vsub(m, vset1(1.f)), vadd(m, vset1(1.f)));  // |z| <= 0.172
+  const vf z2 = vmul(z, z);
+  vf p = vset1(1.f / 9);
+  p = vfma(p, z2, vset1(1.f / 7));
+  p = vfma(p, z2, vset1(1.f / 5));
+  p = vfma(p, z2, vset1(1.f / 3));
+  p = vfma(p, z2, vset1(1.f));
+  return vfma(vmul(z, p), vset1(2.f * kLog2e), e);
+}
+// Transposes the 16 x 16 block held in r[0..15] (r[i] = row i) in place.
+inline void transpose16(vf r[16]) {
+  vf t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + j], 128-bit lane k: column 4k + j of rows 4i .. 4i + 3
+  vf u[16];
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const vf v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const vf v1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(w0, w1, 0xDD);
+  }
+}
+inline float vsum(vf x) { return _mm512_reduce_add_ps(x); }
+#else
+// Portable fallback with the same interface (the compiler vectorizes the loops).
+struct vf {
+  float x[kW];
+};
+using vmask = int;  // number of live leading lanes
+inline vmask mask_first(int count) { return count; }
+inline vf vzero() { return vf{}; }
+inline vf vset1(float s) {
+  vf r;
+  for (int i = 0; i < kW; ++i) r.x[i] = s;
+  return r;
+}
+inline vf vload(const float* p) {
+  vf r;
+  std::memcpy(r.x, p, sizeof r.x);
+  return r;
+}
+inline vf vloadm(const float* p, vmask m) {
+  vf r{};
+  for (int i = 0; i < m; ++i) r.x[i] = p[i];
+  return r;
+}
+inline void vstore(float* p, vf x) { std::memcpy(p, x.x, sizeof x.x); }
+inline void vstorem(float* p, vmask m, vf x) {
+  for (int i = 0; i < m; ++i) p[i] = x.x[i];
+}
+#define GO_ATT_LANEWISE(name, expr)       \
+  inline vf name(vf a, vf b) {            \
+    vf r;                                 \
+    for (int i = 0; i < kW; ++i) {        \
+      const float x = a.x[i], y = b.x[i]; \
+      r.x[i] = (expr);                    \
+    }                                     \
+    return r;                             \
+  }
+GO_ATT_LANEWISE(vadd, x + y)
+GO_ATT_LANEWISE(vsub, x - y)
+GO_ATT_LANEWISE(vmul, x* y)
+GO_ATT_LANEWISE(vmax, x > y ? x : y)
+#undef GO_ATT_LANEWISE
+inline vf vfma(vf a, vf b, vf c) {
+  vf r;
+  for (int i = 0; i < kW; ++i) r.x[i] = std::fma(a.x[i], b.x[i], c.x[i]);
+  return r;
+}
+inline vf vcausal(vf x, std::int64_t j, std::int64_t q0) {
+  for (int i = 0; i < kW; ++i)
+    if (j > q0 + i) x.x[i] = kNegInf;
+  return x;
+}
+inline vf vexp2(vf x) {
+  vf r;
+  for (int i = 0; i < kW; ++i) r.x[i] = x.x[i] < -126.f ? 0.f : std::exp2(x.x[i]);
+  return r;
+}
+inline vf vlog2(vf x) {
+  for (int i = 0; i < kW; ++i) x.x[i] = std::log2(x.x[i]);
+  return x;
+}
+inline void transpose16(vf r[16]) {
+  for (int i = 0; i < kW; ++i)
+    for (int j = i + 1; j < kW; ++j) std::swap(r[i].x[j], r[j].x[i]);
+}
+inline float vsum(vf x) {
+  float s = 0.f;
+  for (int i = 0; i < kW; ++i) s += x.x[i];
+  return s;
+}
+#endif
+
+// ---- the micro-kernel -------------------------------------------------------
+enum class Init { zero, load, scale };  // acc starts at 0 | C | rowscale[r] * C
+
+// Epilogue of the score product S^T = K Q^T: the causal mask (on a tile that
+// crosses the diagonal) and the running per-query (per-column) max, applied to
+// the accumulators before they are stored.
+struct ScoreEpi {
+  float* colmax;      // the tile's columns' running max, updated in place
+  std::int64_t key0;  // key index of row 0 of C
+  std::int64_t q0;    // query index of column 0 of C
+  bool mask;          // apply the causal mask
+};
+
+// C[R x (NV vectors)] = init + sum_{t < T} A[r*ars + t*acs] * B[t*ldb + :].
+// The last vector of each row is masked with `tail` (loads of B, loads/stores of C).
+template <int R, int NV, Init I, bool kEpi>
+inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64_t acs, const float* __restrict b,
+                  std::int64_t ldb, float* __restrict c, std::int64_t ldc, vmask tail, const float* rowscale,
+                  const ScoreEpi* epi, int row0) {
+  vf acc[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (I == Init::zero) {
+        acc[r][v] = vzero();
+      } else {
+        const float* cr = c + r * ldc + v * kW;
+        vf x = v == NV - 1 ? vloadm(cr, tail) : vload(cr);
+        if constexpr (I == Init::scale) x = vmul(x, vset1(rowscale[r]));
+        acc[r][v] = x;
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    const float* bt = b + t * ldb;
+    vf bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = v == NV - 1 ? vloadm(bt + v * kW, tail) : vload(bt + v * kW);
+    const float* at = a + t * acs;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const vf ar = vset1(at[r * ars]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = vfma(ar, bv[v], acc[r][v]);
+    }
+  }
+  if constexpr (kEpi) {
+    if (epi->mask) {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = vcausal(acc[r][v], epi->key0 + row0 + r, epi->q0 + v * kW);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      vf mx = vload(epi->colmax + v * kW);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) mx = vmax(mx, acc[r][v]);
+      vstore(epi->colmax + v * kW, mx);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* cr = c + r * ldc + v * kW;
+      if (v == NV - 1)
+        vstorem(cr, tail, acc[r][v]);
+      else
+        vstore(cr, acc[r][v]);
+    }
+  }
+}
+
+// Rows per micro-kernel call for NV vectors per row: about 24 accumulators.
+template <int NV>
+constexpr int rows_for() {
+  return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
+}
+
+template <int NV, Init I, bool kEpi>
+void rows_loop(int rows, int T, const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t ldb,
+               float* c, std::int64_t ldc, vmask tail, const float* rowscale, const ScoreEpi* epi) {
+  constexpr int RM = rows_for<NV>();
+  int r = 0;
+  auto call = [&]<int RR>() {
+    micro<RR, NV, I, kEpi>(T, a + r * ars, ars, acs, b, ldb, c + r * ldc, ldc, tail, rowscale ? rowscale + r : nullptr,
+                           epi, r);
+    r += RR;
+  };
+  while (r + RM <= rows) call.template operator()<RM>();
+  if constexpr (RM > 8)
+    if (rows - r >= 8) call.template operator()<8>();
+  if constexpr (RM > 4)
+    if (rows - r >= 4) call.template operator()<4>();
+  if (rows - r >= 2) call.template operator()<2>();
+  if (rows - r >= 1) call.template operator()<1>();
+}
+
+// C[rows x cols] = init + A . B with A(r, t) = a[r*ars + t*acs] and B rows of `cols` floats.
+// With an epilogue, cols must be at most 64 (one chunk of columns).
+template <Init I>
+void tile_gemm(int rows, int cols, int T, const float* a, std::int64_t ars, std::int64_t acs, const float* b,
+               std::int64_t ldb, float* c, std::int64_t ldc, const float* rowscale = nullptr,
+               const ScoreEpi* epi = nullptr) {
+  if (rows <= 0) return;
+  for (int c0 = 0; c0 < cols; c0 += 4 * kW) {
+    const int cw = std::min(4 * kW, cols - c0);
+    const int nv = (cw + kW - 1) / kW;
+    const vmask tail = mask_first(cw - (nv - 1) * kW);
+#define GO_ATT_ROWS(NV)                                                                              \
+  (epi ? rows_loop<NV, I, true>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, epi) \
+       : rows_loop<NV, I, false>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, nullptr))
+    switch (nv) {
+      case 1:
+        GO_ATT_ROWS(1);
+        break;
+      case 2:
+        GO_ATT_ROWS(2);
+        break;
+      case 3:
+        GO_ATT_ROWS(3);
+        break;
+      default:
+        GO_ATT_ROWS(4);
+        break;
+    }
+#undef GO_ATT_ROWS
+  }
+}
+
+// ---- per-thread scratch, reused across calls --------------------------------
+struct Scratch {
+  float* base = nullptr;
+  std::size_t cap = 0;
+  ~Scratch() { std::free(base); }
+  float* get(std::size_t floats) {
+    if (floats > cap) {
+      std::free(base);
+      cap = (floats + 15) / 16 * 16;
+      base = static_cast<float*>(std::aligned_alloc(64, cap * sizeof(float)));
+      GO_CHECK(base, "seg_attention: out of memory for ", cap, " floats of scratch");
+    }
+    return base;
+  }
+};
+inline float* scratch(std::size_t floats) {
+  thread_local Scratch s;
+  return s.get(floats);
+}
+
+struct Geometry {
+  std::int64_t n, seg, mem, ld;
+  int heads, d, dp;  // dp: head_dim rounded up to whole vectors
+  bool causal;
+  float scale;
+  std::int64_t segments() const { return (n + seg - 1) / seg; }
+};
+
+Geometry geometry(const SegAttention& p) {
+  GO_CHECK(p.n >= 0, "seg_attention: n = ", p.n, " must be >= 0");
+  GO_CHECK(p.heads >= 1, "seg_attention: heads = ", p.heads, " must be >= 1");
+  GO_CHECK(p.head_dim >= 1, "seg_attention: head_dim = ", p.head_dim, " must be >= 1");
+  GO_CHECK(p.seg_len >= 1, "seg_attention: seg_len = ", p.seg_len, " must be >= 1");
+  GO_CHECK(p.mem_len >= 0, "seg_attention: mem_len = ", p.mem_len, " must be >= 0");
+  Geometry g;
+  g.n = p.n;
+  g.seg = p.seg_len;
+  g.mem = p.mem_len;
+  g.heads = p.heads;
+  g.d = p.head_dim;
+  g.dp = (p.head_dim + kW - 1) / kW * kW;
+  g.ld = static_cast<std::int64_t>(p.heads) * p.head_dim;
+  g.causal = p.causal;
+  g.scale = p.scale != 0.f ? p.scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  return g;
+}
+
+// Q^T (or dO^T) of a query block: dst[c * kBq + i] = mul * src[i * ld + c] for
+// i < nq, c < d; zero for the padding queries nq <= i < qw. 16 x 16 blocks are
+// transposed in registers.
+void pack_transposed(const float* src, std::int64_t ld, int nq, int qw, int d, float mul, float* dst) {
+  const vf vm = vset1(mul);
+  for (int i0 = 0; i0 < qw; i0 += kW) {
+    for (int c0 = 0; c0 < d; c0 += kW) {
+      const int cw = std::min(kW, d - c0);
+      const vmask m = mask_first(cw);
+      vf r[kW];
+      for (int i = 0; i < kW; ++i) r[i] = i0 + i < nq ? vmul(vm, vloadm(src + (i0 + i) * ld + c0, m)) : vzero();
+      transpose16(r);
+      for (int c = 0; c < cw; ++c) vstore(dst + static_cast<std::int64_t>(c0 + c) * kBq + i0, r[c]);
+    }
+  }
+}
+
+// Prefetches `rows` rows of d floats (row stride ld) into the cache: the kernels
+// read K, V and Q rows with large strides, which the hardware prefetchers follow
+// poorly; asking for a whole tile ahead of use overlaps the misses.
+inline void prefetch_rows(const float* p, std::int64_t rows, std::int64_t ld, int d) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int c = 0; c < d; c += kW) __builtin_prefetch(p + r * ld + c, 0, 3);
+}
+
+// rowsum(a o b) over d floats.
+inline float row_dot(const float* a, const float* b, int d) {
+  vf acc = vzero();
+  int c = 0;
+  for (; c + kW <= d; c += kW) acc = vfma(vload(a + c), vload(b + c), acc);
+  if (c < d) {
+    const vmask m = mask_first(d - c);
+    acc = vfma(vloadm(a + c, m), vloadm(b + c, m), acc);
+  }
+  return vsum(acc);
+}
+
+// dst[c] = mul * src[c] for c < d; zeros when src is null.
+inline void scale_row(float* dst, const float* src, int d, float mul) {
+  const vf vm = vset1(mul);
+  int c = 0;
+  for (; c + kW <= d; c += kW) vstore(dst + c, src ? vmul(vm, vload(src + c)) : vzero());
+  if (c < d) {
+    const vmask m = mask_first(d - c);
+    vstorem(dst + c, m, src ? vmul(vm, vloadm(src + c, m)) : vzero());
+  }
+}
+
+// ---- forward: one (segment, head) -------------------------------------------
+void forward_task(const Geometry& g, std::int64_t s, int h, const float* q, const float* k, const float* v, float* out,
+                  float* lse) {
+  const std::int64_t b = s * g.seg, e = std::min(g.n, b + g.seg), kb = std::max<std::int64_t>(0, b - g.mem);
+  const std::int64_t ld = g.ld, hc = static_cast<std::int64_t>(h) * g.d;
+  float* qt = scratch(static_cast<std::size_t>(g.d) * kBq + kBk * kBq + static_cast<std::size_t>(kBq) * g.dp);
+  float* st = qt + static_cast<std::int64_t>(g.d) * kBq;  // S^T, then P^T: [kBk][kBq]
+  float* o = st + kBk * kBq;                              // O accumulator: [kBq][dp]
+  alignas(64) float m[kBq], l[kBq], mx[kBq], alpha[kBq];
+
+  prefetch_rows(q + b * ld + hc, std::min<std::int64_t>(kBq, e - b), ld, g.d);
+  prefetch_rows(k + kb * ld + hc, std::min<std::int64_t>(kBk, e - kb), ld, g.d);
+  prefetch_rows(v + kb * ld + hc, std::min<std::int64_t>(kBk, e - kb), ld, g.d);
+  for (std::int64_t i0 = b; i0 < e; i0 += kBq) {
+    const int nq = static_cast<int>(std::min<std::int64_t>(kBq, e - i0));
+    const int nqv = (nq + kW - 1) / kW, qw = nqv * kW;
+    pack_transposed(q + i0 * ld + hc, ld, nq, qw, g.d, g.scale * kLog2e, qt);
+    if (i0 + kBq < e) prefetch_rows(q + (i0 + kBq) * ld + hc, std::min<std::int64_t>(kBq, e - i0 - kBq), ld, g.d);
+    const std::int64_t jend = g.causal ? std::min(e, i0 + nq) : e;  // keys after the block's last query are masked
+    bool first = true;
+    for (std::int64_t j0 = kb; j0 < jend; j0 += kBk) {
+      const int nk = static_cast<int>(std::min<std::int64_t>(kBk, jend - j0));
+      if (j0 + kBk < e) {  // the next key tile (of this query block or of the next one)
+        const std::int64_t nn = std::min<std::int64_t>(kBk, e - j0 - kBk);
+        prefetch_rows(k + (j0 + kBk) * ld + hc, nn, ld, g.d);
+        prefetch_rows(v + (j0 + kBk) * ld + hc, nn, ld, g.d);
+      }
+      // S^T = K Q^T (Q pre-scaled by scale * log2 e), masked on the diagonal; mx = new running max.
+      for (int u = 0; u < nqv; ++u) vstore(mx + u * kW, first ? vset1(kNegInf) : vload(m + u * kW));
+      const ScoreEpi epi{mx, j0, i0, g.causal && j0 + nk - 1 > i0};
+      tile_gemm<Init::zero>(nk, qw, g.d, k + j0 * ld + hc, ld, 1, qt, kBq, st, kBq, nullptr, &epi);
+      vf mv[kQV], sum[kQV];
+      for (int u = 0; u < nqv; ++u) {
+        mv[u] = vload(mx + u * kW);
+        if (!first) vstore(alpha + u * kW, vexp2(vsub(vload(m + u * kW), mv[u])));
+        vstore(m + u * kW, mv[u]);
+        sum[u] = vzero();
+      }
+      // P^T = exp2(S^T - m), column sums
+      for (int j = 0; j < nk; ++j) {
+        float* row = st + j * kBq;
+        for (int u = 0; u < nqv; ++u) {
+          const vf pr = vexp2(vsub(vload(row + u * kW), mv[u]));
+          vstore(row + u * kW, pr);
+          sum[u] = vadd(sum[u], pr);
+        }
+      }
+      // l = alpha * l + rowsum(P); O = alpha * O + P V
+      if (first) {
+        for (int u = 0; u < nqv; ++u) vstore(l + u * kW, sum[u]);
+        tile_gemm<Init::zero>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp);
+      } else {
+        for (int u = 0; u < nqv; ++u) vstore(l + u * kW, vfma(vload(l + u * kW), vload(alpha + u * kW), sum[u]));
+        tile_gemm<Init::scale>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp, alpha);
+      }
+      first = false;
+    }
+    // out = O / l; lse = ln 2 * (m + log2 l)
+    for (int i = 0; i < nq; ++i)
+      scale_row(out + (i0 + i) * ld + hc, o + static_cast<std::int64_t>(i) * g.dp, g.d, 1.f / l[i]);
+    float* lse_h = lse + static_cast<std::int64_t>(h) * g.n + i0;
+    for (int u = 0; u < nqv; ++u) {
+      const int cnt = std::min(kW, nq - u * kW);
+      const vf r = vmul(vset1(kLn2), vadd(vload(m + u * kW), vlog2(vload(l + u * kW))));
+      if (cnt == kW)
+        vstore(lse_h + u * kW, r);
+      else
+        vstorem(lse_h + u * kW, mask_first(cnt), r);
+    }
+  }
+}
+
+// ---- backward: one (segment, head) ------------------------------------------
+void backward_task(const Geometry& g, std::int64_t s, int h, const float* q, const float* k, const float* v,
+                   const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+  const std::int64_t b = s * g.seg, e = std::min(g.n, b + g.seg), kb = std::max<std::int64_t>(0, b - g.mem);
+  const std::int64_t ld = g.ld, hc = static_cast<std::int64_t>(h) * g.d;
+  const std::size_t dkq = static_cast<std::size_t>(g.d) * kBq;
+  float* qt = scratch(2 * dkq + 2 * kBk * kBq + static_cast<std::size_t>(kBq) * g.dp);
+  float* dot = qt + dkq;         // dO^T [d][kBq]
+  float* pt = dot + dkq;         // S^T then P^T [kBk][kBq]
+  float* dst = pt + kBk * kBq;   // dP^T then dS^T [kBk][kBq]
+  float* dqa = dst + kBk * kBq;  // dQ accumulator [kBq][dp]
+  alignas(64) float lse2[kBq], dd[kBq];
+
+  // This task owns rows [b, e) of head h in dk and dv.
+  for (std::int64_t j = b; j < e; ++j) {
+    scale_row(dk + j * ld + hc, nullptr, g.d, 0.f);
+    scale_row(dv + j * ld + hc, nullptr, g.d, 0.f);
+  }
+  const vf vscale = vset1(g.scale);
+  auto prefetch_queries = [&](std::int64_t i0) {
+    const std::int64_t nn = std::min<std::int64_t>(kBq, e - i0);
+    prefetch_rows(q + i0 * ld + hc, nn, ld, g.d);
+    prefetch_rows(dout + i0 * ld + hc, nn, ld, g.d);
+    prefetch_rows(out + i0 * ld + hc, nn, ld, g.d);
+  };
+  auto prefetch_keys = [&](std::int64_t j0) {
+    const std::int64_t nn = std::min<std::int64_t>(kBk, e - j0);
+    prefetch_rows(k + j0 * ld + hc, nn, ld, g.d);
+    prefetch_rows(v + j0 * ld + hc, nn, ld, g.d);
+  };
+  prefetch_queries(b);
+  prefetch_keys(kb);
+  for (std::int64_t i0 = b; i0 < e; i0 += kBq) {
+    const int nq = static_cast<int>(std::min<std::int64_t>(kBq, e - i0));
+    const int nqv = (nq + kW - 1) / kW, qw = nqv * kW;
+    pack_transposed(q + i0 * ld + hc, ld, nq, qw, g.d, g.scale * kLog2e, qt);
+    pack_transposed(dout + i0 * ld + hc, ld, nq, qw, g.d, 1.f, dot);
+    if (i0 + kBq < e) prefetch_queries(i0 + kBq);
+    for (int i = 0; i < kBq; ++i) {
+      lse2[i] = 0.f;
+      dd[i] = 0.f;
+    }
+    for (int i = 0; i < nq; ++i) {
+      lse2[i] = lse[static_cast<std::int64_t>(h) * g.n + i0 + i] * kLog2e;
+      dd[i] = row_dot(out + (i0 + i) * ld + hc, dout + (i0 + i) * ld + hc, g.d);  // D_i = rowsum(dO o O)
+    }
+    const std::int64_t jend = g.causal ? std::min(e, i0 + nq) : e;
+    bool first = true;
+    for (std::int64_t j0 = kb; j0 < jend; j0 += kBk) {
+      const int nk = static_cast<int>(std::min<std::int64_t>(kBk, jend - j0));
+      const bool diag = g.causal && j0 + nk - 1 > i0;
+      if (j0 + kBk < e) prefetch_keys(j0 + kBk);
+      tile_gemm<Init::zero>(nk, qw, g.d, k + j0 * ld + hc, ld, 1, qt, kBq, pt, kBq);    // S^T
+      tile_gemm<Init::zero>(nk, qw, g.d, v + j0 * ld + hc, ld, 1, dot, kBq, dst, kBq);  // dP^T = V dO^T
+      for (int j = 0; j < nk; ++j) {
+        float* prow = pt + j * kBq;
+        float* drow = dst + j * kBq;
+        for (int u = 0; u < nqv; ++u) {
+          vf x = vload(prow + u * kW);
+          if (diag) x = vcausal(x, j0 + j, i0 + u * kW);
+          const vf pr = vexp2(vsub(x, vload(lse2 + u * kW)));
+          vstore(prow + u * kW, pr);
+          // dS = scale * P o (dP - D)
+          vstore(drow + u * kW, vmul(vscale, vmul(pr, vsub(vload(drow + u * kW), vload(dd + u * kW)))));
+        }
+      }
+      // dQ += dS K
+      if (first)
+        tile_gemm<Init::zero>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp);
+      else
+        tile_gemm<Init::load>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp);
+      first = false;
+      // Keys of this segment only (the memory is stop-gradient).
+      const std::int64_t js = std::max(j0, b);
+      if (js < j0 + nk) {
+        const int r0 = static_cast<int>(js - j0), nown = nk - r0;
+        tile_gemm<Init::load>(nown, g.d, nq, pt + r0 * kBq, kBq, 1, dout + i0 * ld + hc, ld, dv + js * ld + hc, ld);
+        tile_gemm<Init::load>(nown, g.d, nq, dst + r0 * kBq, kBq, 1, q + i0 * ld + hc, ld, dk + js * ld + hc, ld);
+      }
+    }
+    for (int i = 0; i < nq; ++i)
+      scale_row(dq + (i0 + i) * ld + hc, dqa + static_cast<std::int64_t>(i) * g.dp, g.d, 1.f);
+  }
+}
+
+}  // namespace
+
+void seg_attention_forward(const SegAttention& p, const float* q, const float* k, const float* v, float* out,
+                           float* lse) {
+  const Geometry g = geometry(p);
+  if (g.n == 0) return;
+  const std::int64_t tasks = g.segments() * g.heads;
+#pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
+  for (std::int64_t t = 0; t < tasks; ++t)
+    forward_task(g, t / g.heads, static_cast<int>(t % g.heads), q, k, v, out, lse);
+}
+
+void seg_attention_backward(const SegAttention& p, const float* q, const float* k, const float* v, const float* out,
+                            const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+  const Geometry g = geometry(p);
+  if (g.n == 0) return;
+  const std::int64_t tasks = g.segments() * g.heads;
+#pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
+  for (std::int64_t t = 0; t < tasks; ++t)
+    backward_task(g, t / g.heads, static_cast<int>(t % g.heads), q, k, v, out, lse, dout, dq, dk, dv);
+}
+
+}  // namespace go::kernels
