@@ -6,6 +6,7 @@
 #include <string>
 
 #include "demo.hpp"
+#include "info.hpp"
 #include "go/core/error.hpp"
 #include "go/version.hpp"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gopt: learn placement, scheduling and fusion of ML dataflow graphs for multi-GPU machines"};
   app.set_version_flag("--version", std::string("gopt ") + GO_VERSION_STRING);
   app.require_subcommand(0, 1);
+  add_info_command(app);
   gopt::add_demo_command(app);
   try {
     app.parse(argc, argv);

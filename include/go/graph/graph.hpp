@@ -1,0 +1,603 @@
+#pragma once
+// OpGraph: the dataflow-graph IR every later layer (features, simulator, baselines) reads.
+//
+// Layout, chosen for a simulator that walks the graph millions of times and graphs of 80,000+ ops:
+//   - ops are dense indices 0..n-1 (OpId); an op's original id from its file is `source_id`;
+//   - tensors are dense indices (TensorId); an op's outputs are a contiguous run of tensors;
+//   - adjacency is CSR in both directions (offset + index arrays), each edge carrying the tensor it
+//     moves (-1 for a control dependency); parallel data edges between two ops are kept, one per
+//     tensor, so transfer volumes add up;
+//   - the topological order and each op's position in it are computed once, at build time.
+// Graphs are immutable once built; GraphBuilder validates everything on build() and every error is
+// a go::Error whose one-line message starts with the graph's source (its file) and names the op.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "go/core/error.hpp"
+#include "go/graph/op_kind.hpp"
+
+namespace go {
+
+using OpId = std::int32_t;
+using TensorId = std::int32_t;
+
+// "No measured time" marker for Op::time / Op::backward_time.
+inline constexpr double kNoTime = -1.0;
+
+// Where a graph came from and what it was profiled for.
+struct GraphInfo {
+  std::string name;                 // model name ("resnet50")
+  std::string source;               // file it was read from; prefixes every error message
+  std::string format;               // "onnx", "json", "pipedream", "dnn-partitioning", "builder"
+  std::int64_t batch = 0;           // batch size of the data inputs, 0 when unknown
+  std::int32_t num_devices = 0;     // accelerators the profile targets (dnn-partitioning maxFPGAs)
+  std::int64_t device_memory = 0;   // bytes per accelerator (dnn-partitioning maxSizePerFPGA)
+  std::int32_t num_cpus = 0;        // dnn-partitioning maxCPUs
+  bool training = false;            // the graph holds backward and update ops
+};
+
+// An output tensor of an op.
+struct TensorInfo {
+  OpId producer = -1;
+  std::int32_t output_index = 0;
+  ElemType dtype = ElemType::f32;
+  std::int8_t rank = -1;            // -1: shape unknown
+  std::int32_t dims_offset = 0;     // into the graph's dims array
+  std::int64_t bytes = 0;
+};
+
+// One op. Cost fields are per execution of the op (the whole batch).
+struct Op {
+  OpId id = 0;                      // dense index == position in OpGraph::ops()
+  OpKind kind = OpKind::other;
+  OpRole role = OpRole::forward;
+  std::int32_t colocation = -1;     // colocation group, -1 none
+  TensorId first_output = 0;        // outputs are tensors [first_output, first_output + num_outputs)
+  std::int32_t num_outputs = 0;
+  double flops = 0;                 // floating-point operations (2 per multiply-accumulate)
+  std::int64_t param_bytes = 0;     // resident parameters (weights) owned by this op
+  std::int64_t temp_bytes = 0;      // scratch memory while the op runs
+  std::int64_t input_bytes = 0;     // bytes of the distinct tensors it reads (derived)
+  std::int64_t output_bytes = 0;    // bytes of the tensors it writes (derived)
+  double time = kNoTime;            // measured time in seconds, kNoTime when absent
+  double backward_time = kNoTime;   // measured time of its gradient op (PipeDream), seconds
+  std::int64_t source_id = 0;       // id in the file it came from
+
+  bool has_time() const { return time >= 0; }
+  bool has_backward_time() const { return backward_time >= 0; }
+};
+
+// A parameter (weight tensor); every op's param_bytes is the sum of its parameters.
+struct ParamInfo {
+  std::string name;
+  std::int64_t bytes = 0;
+  OpId op = -1;                     // the op that owns (reads) it
+};
+
+// ---- builder input ---------------------------------------------------------
+struct TensorSpec {
+  std::vector<std::int64_t> shape;  // dims (all >= 0); ignored when !shape_known
+  bool shape_known = true;
+  ElemType dtype = ElemType::f32;
+  std::optional<std::int64_t> bytes;  // default: numel * element size (0 when the shape is unknown)
+};
+
+// A data input: output `output` of the op whose id (as given to the builder) is `op`.
+struct TensorRef {
+  std::int64_t op = -1;
+  std::int32_t output = 0;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::int64_t bytes = 0;
+};
+
+struct OpSpec {
+  std::int64_t id = -1;             // the op's id in its source; -1: its insertion position
+  std::string name;
+  OpKind kind = OpKind::other;
+  OpRole role = OpRole::forward;
+  double flops = 0;
+  std::int64_t param_bytes = 0;     // used when params is empty (one parameter named after the op)
+  std::int64_t temp_bytes = 0;
+  double time = kNoTime;
+  double backward_time = kNoTime;
+  std::int32_t colocation = -1;
+  std::vector<TensorSpec> outputs;
+  std::vector<TensorRef> inputs;    // data inputs, in operand order
+  std::vector<std::int64_t> control_inputs;  // ops that must finish first, no data
+  std::vector<ParamSpec> params;
+};
+
+class GraphBuilder;
+
+class OpGraph {
+ public:
+  OpGraph() = default;
+
+  const GraphInfo& info() const { return info_; }
+  GraphInfo& mutable_info() { return info_; }
+
+  std::int32_t num_ops() const { return static_cast<std::int32_t>(ops_.size()); }
+  std::int64_t num_edges() const { return static_cast<std::int64_t>(out_ops_.size()); }
+  std::int32_t num_tensors() const { return static_cast<std::int32_t>(tensors_.size()); }
+  std::int32_t num_params() const { return static_cast<std::int32_t>(params_.size()); }
+
+  const Op& op(OpId i) const { return ops_[static_cast<std::size_t>(i)]; }
+  std::span<const Op> ops() const { return ops_; }
+  const std::string& name(OpId i) const { return names_[static_cast<std::size_t>(i)]; }
+
+  const TensorInfo& tensor(TensorId t) const { return tensors_[static_cast<std::size_t>(t)]; }
+  std::span<const TensorInfo> tensors() const { return tensors_; }
+  std::span<const TensorInfo> outputs(OpId i) const {
+    const Op& o = op(i);
+    return std::span<const TensorInfo>(tensors_).subspan(static_cast<std::size_t>(o.first_output),
+                                                         static_cast<std::size_t>(o.num_outputs));
+  }
+  // Dims of a tensor (empty for a scalar or an unknown shape: check TensorInfo::rank).
+  std::span<const std::int64_t> shape(TensorId t) const {
+    const TensorInfo& ti = tensor(t);
+    if (ti.rank <= 0) return {};
+    return std::span<const std::int64_t>(dims_).subspan(static_cast<std::size_t>(ti.dims_offset),
+                                                        static_cast<std::size_t>(ti.rank));
+  }
+  std::int64_t numel(TensorId t) const {
+    std::int64_t n = 1;
+    for (auto d : shape(t)) n *= d;
+    return tensor(t).rank < 0 ? 0 : n;
+  }
+
+  // Data inputs of an op in operand order (a tensor read twice appears twice).
+  std::span<const TensorId> inputs(OpId i) const { return range(input_offsets_, input_tensors_, i); }
+
+  // CSR adjacency. succ(i)[k] is reached by an edge carrying succ_tensors(i)[k] (-1: control edge).
+  std::span<const OpId> succ(OpId i) const { return range(out_offsets_, out_ops_, i); }
+  std::span<const TensorId> succ_tensors(OpId i) const { return range(out_offsets_, out_tensors_, i); }
+  std::span<const OpId> pred(OpId i) const { return range(in_offsets_, in_ops_, i); }
+  std::span<const TensorId> pred_tensors(OpId i) const { return range(in_offsets_, in_tensors_, i); }
+  std::int32_t out_degree(OpId i) const { return static_cast<std::int32_t>(succ(i).size()); }
+  std::int32_t in_degree(OpId i) const { return static_cast<std::int32_t>(pred(i).size()); }
+  // Raw CSR arrays (offsets have num_ops() + 1 entries).
+  std::span<const std::int64_t> out_offsets() const { return out_offsets_; }
+  std::span<const OpId> out_ops() const { return out_ops_; }
+  std::span<const std::int64_t> in_offsets() const { return in_offsets_; }
+  std::span<const OpId> in_ops() const { return in_ops_; }
+
+  // Topological order (Kahn's algorithm, ties broken by id) and each op's position in it.
+  std::span<const OpId> topo_order() const { return topo_order_; }
+  std::int32_t topo_position(OpId i) const { return topo_pos_[static_cast<std::size_t>(i)]; }
+
+  std::span<const ParamInfo> params() const { return params_; }
+  std::span<const ParamInfo> op_params(OpId i) const { return range(param_offsets_, params_, i); }
+
+  // First op with this name.
+  std::optional<OpId> find(std::string_view name) const {
+    for (std::size_t i = 0; i < names_.size(); ++i)
+      if (names_[i] == name) return static_cast<OpId>(i);
+    return std::nullopt;
+  }
+
+  // Re-checks every invariant (sizes, CSR consistency, topological order); throws go::Error naming
+  // the offending op. build() already guarantees them; this is for graphs assembled by hand elsewhere.
+  void validate() const;
+
+  // "<source>: " for error messages.
+  std::string where() const { return (info_.source.empty() ? std::string("graph") : info_.source) + ": "; }
+  // "op 'conv1' (id 7)" with the op's id in its source.
+  std::string label(OpId i) const {
+    return "op '" + name(i) + "' (id " + std::to_string(op(i).source_id) + ")";
+  }
+
+ private:
+  friend class GraphBuilder;
+  template <class T>
+  static std::span<const T> range(const std::vector<std::int64_t>& off, const std::vector<T>& v, OpId i) {
+    auto b = static_cast<std::size_t>(off[static_cast<std::size_t>(i)]);
+    auto e = static_cast<std::size_t>(off[static_cast<std::size_t>(i) + 1]);
+    return std::span<const T>(v.data() + b, e - b);
+  }
+
+  GraphInfo info_;
+  std::vector<Op> ops_;
+  std::vector<std::string> names_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<std::int64_t> dims_;
+  std::vector<std::int64_t> input_offsets_{0};
+  std::vector<TensorId> input_tensors_;
+  std::vector<std::int64_t> out_offsets_{0};
+  std::vector<OpId> out_ops_;
+  std::vector<TensorId> out_tensors_;
+  std::vector<std::int64_t> in_offsets_{0};
+  std::vector<OpId> in_ops_;
+  std::vector<TensorId> in_tensors_;
+  std::vector<OpId> topo_order_;
+  std::vector<std::int32_t> topo_pos_;
+  std::vector<std::int64_t> param_offsets_{0};
+  std::vector<ParamInfo> params_;
+};
+
+namespace detail {
+
+inline std::string op_label(const std::string& name, std::int64_t id) {
+  return "op '" + name + "' (id " + std::to_string(id) + ")";
+}
+
+// numel * elem_size with overflow checks; returns nullopt on overflow.
+inline std::optional<std::int64_t> checked_bytes(std::span<const std::int64_t> dims, std::int64_t esize) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 16;
+  std::int64_t n = esize;
+  for (auto d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > kMax / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+// Finds a cycle among ops not yet emitted by Kahn's algorithm (remaining[i] != 0) and returns it
+// as op ids (first == last).
+inline std::vector<OpId> find_cycle(std::span<const std::int64_t> in_off, std::span<const OpId> in_ops,
+                                    const std::vector<std::int32_t>& remaining) {
+  const auto n = static_cast<OpId>(remaining.size());
+  OpId start = -1;
+  for (OpId i = 0; i < n; ++i)
+    if (remaining[static_cast<std::size_t>(i)] > 0) {
+      start = i;
+      break;
+    }
+  if (start < 0) return {};
+  // Walk backwards through remaining predecessors; every remaining op has one, so we revisit an op.
+  std::vector<std::int32_t> seen(static_cast<std::size_t>(n), -1);
+  std::vector<OpId> path;
+  OpId cur = start;
+  while (seen[static_cast<std::size_t>(cur)] < 0) {
+    seen[static_cast<std::size_t>(cur)] = static_cast<std::int32_t>(path.size());
+    path.push_back(cur);
+    OpId next = -1;
+    for (auto e = in_off[static_cast<std::size_t>(cur)]; e < in_off[static_cast<std::size_t>(cur) + 1]; ++e) {
+      OpId p = in_ops[static_cast<std::size_t>(e)];
+      if (remaining[static_cast<std::size_t>(p)] > 0) {
+        next = p;
+        break;
+      }
+    }
+    if (next < 0) return {cur, cur};  // cannot happen for a true remainder; be safe
+    cur = next;
+  }
+  std::vector<OpId> cyc(path.begin() + seen[static_cast<std::size_t>(cur)], path.end());
+  std::reverse(cyc.begin(), cyc.end());  // predecessor walk -> forward order
+  cyc.push_back(cyc.front());
+  return cyc;
+}
+
+}  // namespace detail
+
+// Collects ops, then build() resolves ids, checks everything and lays out the CSR graph.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(GraphInfo info = {}) : info_(std::move(info)) {
+    if (info_.format.empty()) info_.format = "builder";
+  }
+
+  void reserve(std::size_t n) { specs_.reserve(n); }
+  std::size_t size() const { return specs_.size(); }
+  GraphInfo& info() { return info_; }
+
+  // Adds an op; returns its dense index (its OpId in the built graph).
+  OpId add_op(OpSpec spec) {
+    GO_CHECK(specs_.size() < static_cast<std::size_t>(std::numeric_limits<OpId>::max()), where(),
+             "too many ops");
+    specs_.push_back(std::move(spec));
+    return static_cast<OpId>(specs_.size() - 1);
+  }
+  OpSpec& spec(OpId i) { return specs_[static_cast<std::size_t>(i)]; }
+
+  // Validates and builds. The builder is left empty.
+  OpGraph build();
+
+ private:
+  std::string where() const { return (info_.source.empty() ? std::string("graph") : info_.source) + ": "; }
+  std::string label(std::size_t i) const {
+    const OpSpec& s = specs_[i];
+    return detail::op_label(s.name, s.id >= 0 ? s.id : static_cast<std::int64_t>(i));
+  }
+
+  GraphInfo info_;
+  std::vector<OpSpec> specs_;
+};
+
+inline OpGraph GraphBuilder::build() {
+  OpGraph g;
+  g.info_ = std::move(info_);
+  info_ = {};
+  std::vector<OpSpec> specs = std::move(specs_);
+  specs_.clear();
+  const std::string at = (g.info_.source.empty() ? std::string("graph") : g.info_.source) + ": ";
+  const std::size_t n = specs.size();
+  auto lab = [&](std::size_t i) {
+    return detail::op_label(specs[i].name, specs[i].id >= 0 ? specs[i].id : static_cast<std::int64_t>(i));
+  };
+
+  // ---- ids -> dense indices ----
+  bool identity_ids = true;
+  for (std::size_t i = 0; i < n; ++i)
+    if (specs[i].id != -1 && specs[i].id != static_cast<std::int64_t>(i)) {
+      identity_ids = false;
+      break;
+    }
+  std::unordered_map<std::int64_t, OpId> id_map;
+  if (!identity_ids) {
+    id_map.reserve(n * 2);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t id = specs[i].id >= 0 ? specs[i].id : static_cast<std::int64_t>(i);
+      GO_CHECK(specs[i].id >= -1, at, lab(i), " has a negative id");
+      auto [it, fresh] = id_map.emplace(id, static_cast<OpId>(i));
+      GO_CHECK(fresh, at, "duplicate op id ", id, ": ", lab(static_cast<std::size_t>(it->second)), " and ", lab(i));
+    }
+  }
+  auto resolve = [&](std::int64_t id, std::size_t user, const char* what) -> OpId {
+    if (identity_ids) {
+      GO_CHECK(id >= 0 && id < static_cast<std::int64_t>(n), at, lab(user), " references unknown op id ", id,
+               " (", what, ")");
+      return static_cast<OpId>(id);
+    }
+    auto it = id_map.find(id);
+    GO_CHECK(it != id_map.end(), at, lab(user), " references unknown op id ", id, " (", what, ")");
+    return it->second;
+  };
+
+  // ---- ops, outputs, params ----
+  g.ops_.resize(n);
+  g.names_.resize(n);
+  g.param_offsets_.assign(n + 1, 0);
+  std::size_t n_tensors = 0;
+  for (auto& s : specs) n_tensors += s.outputs.size();
+  g.tensors_.reserve(n_tensors);
+  for (std::size_t i = 0; i < n; ++i) {
+    OpSpec& s = specs[i];
+    Op& o = g.ops_[i];
+    o.id = static_cast<OpId>(i);
+    o.kind = s.kind;
+    o.role = s.role;
+    o.source_id = s.id >= 0 ? s.id : static_cast<std::int64_t>(i);
+    GO_CHECK(std::isfinite(s.flops) && s.flops >= 0, at, lab(i), " has negative or invalid flops ", s.flops);
+    GO_CHECK(s.param_bytes >= 0, at, lab(i), " has negative param_bytes ", s.param_bytes);
+    GO_CHECK(s.temp_bytes >= 0, at, lab(i), " has negative temp_bytes ", s.temp_bytes);
+    GO_CHECK(s.time == kNoTime || (std::isfinite(s.time) && s.time >= 0), at, lab(i), " has negative or invalid time ",
+             s.time);
+    GO_CHECK(s.backward_time == kNoTime || (std::isfinite(s.backward_time) && s.backward_time >= 0), at, lab(i),
+             " has negative or invalid backward time ", s.backward_time);
+    GO_CHECK(s.colocation >= -1, at, lab(i), " has negative colocation group ", s.colocation);
+    o.flops = s.flops;
+    o.temp_bytes = s.temp_bytes;
+    o.time = s.time;
+    o.backward_time = s.backward_time;
+    o.colocation = s.colocation;
+    o.first_output = static_cast<TensorId>(g.tensors_.size());
+    o.num_outputs = static_cast<std::int32_t>(s.outputs.size());
+    std::int64_t out_bytes = 0;
+    for (std::size_t k = 0; k < s.outputs.size(); ++k) {
+      const TensorSpec& ts = s.outputs[k];
+      TensorInfo t;
+      t.producer = static_cast<OpId>(i);
+      t.output_index = static_cast<std::int32_t>(k);
+      t.dtype = ts.dtype;
+      if (ts.shape_known) {
+        GO_CHECK(ts.shape.size() <= 127, at, lab(i), " output ", k, " has rank ", ts.shape.size(), " (max 127)");
+        for (auto d : ts.shape) GO_CHECK(d >= 0, at, lab(i), " output ", k, " has negative dimension ", d);
+        t.rank = static_cast<std::int8_t>(ts.shape.size());
+        t.dims_offset = static_cast<std::int32_t>(g.dims_.size());
+        g.dims_.insert(g.dims_.end(), ts.shape.begin(), ts.shape.end());
+      }
+      if (ts.bytes) {
+        GO_CHECK(*ts.bytes >= 0, at, lab(i), " output ", k, " has negative size ", *ts.bytes, " bytes");
+        t.bytes = *ts.bytes;
+      } else if (ts.shape_known) {
+        auto b = detail::checked_bytes(ts.shape, elem_size(ts.dtype));
+        GO_CHECK(b.has_value(), at, lab(i), " output ", k, " is too large to count its bytes");
+        t.bytes = *b;
+      }
+      out_bytes += t.bytes;
+      g.tensors_.push_back(t);
+    }
+    o.output_bytes = out_bytes;
+    // parameters
+    std::int64_t pb = 0;
+    if (s.params.empty()) {
+      if (s.param_bytes > 0) g.params_.push_back(ParamInfo{s.name, s.param_bytes, static_cast<OpId>(i)});
+      pb = s.param_bytes;
+    } else {
+      for (auto& p : s.params) {
+        GO_CHECK(p.bytes >= 0, at, lab(i), " has parameter '", p.name, "' of negative size ", p.bytes);
+        pb += p.bytes;
+        g.params_.push_back(ParamInfo{std::move(p.name), p.bytes, static_cast<OpId>(i)});
+      }
+      GO_CHECK(s.param_bytes == 0 || s.param_bytes == pb, at, lab(i), " has param_bytes ", s.param_bytes,
+               " but its parameters add up to ", pb);
+    }
+    o.param_bytes = pb;
+    g.param_offsets_[i + 1] = static_cast<std::int64_t>(g.params_.size());
+    g.names_[i] = s.name;
+  }
+
+  // ---- inputs and edges ----
+  g.input_offsets_.assign(n + 1, 0);
+  std::size_t n_inputs = 0;
+  for (auto& s : specs) n_inputs += s.inputs.size();
+  g.input_tensors_.reserve(n_inputs);
+  // Edge list grouped by destination (in-CSR order).
+  std::vector<OpId> e_src;
+  std::vector<TensorId> e_tensor;
+  e_src.reserve(n_inputs);
+  e_tensor.reserve(n_inputs);
+  g.in_offsets_.assign(n + 1, 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    const OpSpec& s = specs[v];
+    const std::size_t first_edge = e_src.size();
+    auto has_edge = [&](OpId u, TensorId t) {
+      for (std::size_t e = first_edge; e < e_src.size(); ++e)
+        if (e_src[e] == u && (e_tensor[e] == t || t == -1)) return true;
+      return false;
+    };
+    for (const TensorRef& r : s.inputs) {
+      const OpId u = resolve(r.op, v, "data input");
+      const Op& uo = g.ops_[static_cast<std::size_t>(u)];
+      GO_CHECK(r.output >= 0 && r.output < uo.num_outputs, at, lab(v), " reads output ", r.output, " of ",
+               lab(static_cast<std::size_t>(u)), ", which has ", uo.num_outputs, " output(s)");
+      GO_CHECK(u != static_cast<OpId>(v), at, "cycle through ", lab(v), ": it reads its own output");
+      const TensorId t = uo.first_output + r.output;
+      g.input_tensors_.push_back(t);
+      if (!has_edge(u, t)) {
+        e_src.push_back(u);
+        e_tensor.push_back(t);
+        g.ops_[v].input_bytes += g.tensors_[static_cast<std::size_t>(t)].bytes;
+      }
+    }
+    g.input_offsets_[v + 1] = static_cast<std::int64_t>(g.input_tensors_.size());
+    for (std::int64_t cid : s.control_inputs) {
+      const OpId u = resolve(cid, v, "control input");
+      GO_CHECK(u != static_cast<OpId>(v), at, "cycle through ", lab(v), ": it depends on itself");
+      if (!has_edge(u, -1)) {
+        e_src.push_back(u);
+        e_tensor.push_back(-1);
+      }
+    }
+    g.in_offsets_[v + 1] = static_cast<std::int64_t>(e_src.size());
+  }
+  g.in_ops_ = std::move(e_src);
+  g.in_tensors_ = std::move(e_tensor);
+  const std::size_t m = g.in_ops_.size();
+
+  // ---- out-CSR by counting sort on the source ----
+  g.out_offsets_.assign(n + 1, 0);
+  for (OpId u : g.in_ops_) ++g.out_offsets_[static_cast<std::size_t>(u) + 1];
+  for (std::size_t i = 0; i < n; ++i) g.out_offsets_[i + 1] += g.out_offsets_[i];
+  g.out_ops_.resize(m);
+  g.out_tensors_.resize(m);
+  {
+    std::vector<std::int64_t> fill(g.out_offsets_.begin(), g.out_offsets_.end() - 1);
+    for (std::size_t v = 0; v < n; ++v)
+      for (auto e = g.in_offsets_[v]; e < g.in_offsets_[v + 1]; ++e) {
+        const auto u = static_cast<std::size_t>(g.in_ops_[static_cast<std::size_t>(e)]);
+        const auto slot = static_cast<std::size_t>(fill[u]++);
+        g.out_ops_[slot] = static_cast<OpId>(v);
+        g.out_tensors_[slot] = g.in_tensors_[static_cast<std::size_t>(e)];
+      }
+  }
+
+  // ---- topological order (Kahn, FIFO seeded in id order) ----
+  std::vector<std::int32_t> indeg(n);
+  for (std::size_t v = 0; v < n; ++v) indeg[v] = static_cast<std::int32_t>(g.in_offsets_[v + 1] - g.in_offsets_[v]);
+  g.topo_order_.clear();
+  g.topo_order_.reserve(n);
+  for (std::size_t v = 0; v < n; ++v)
+    if (indeg[v] == 0) g.topo_order_.push_back(static_cast<OpId>(v));
+  for (std::size_t head = 0; head < g.topo_order_.size(); ++head) {
+    const auto u = static_cast<std::size_t>(g.topo_order_[head]);
+    for (auto e = g.out_offsets_[u]; e < g.out_offsets_[u + 1]; ++e) {
+      const auto w = static_cast<std::size_t>(g.out_ops_[static_cast<std::size_t>(e)]);
+      if (--indeg[w] == 0) g.topo_order_.push_back(static_cast<OpId>(w));
+    }
+  }
+  if (g.topo_order_.size() != n) {
+    auto cyc = detail::find_cycle(g.in_offsets_, g.in_ops_, indeg);
+    std::string path;
+    for (std::size_t k = 0; k < cyc.size() && k < 9; ++k) {
+      if (k) path += " -> ";
+      path += "'" + g.names_[static_cast<std::size_t>(cyc[k])] + "'";
+    }
+    if (cyc.size() > 9) path += " -> ...";
+    GO_FAIL(at, "cycle through ", lab(static_cast<std::size_t>(cyc.empty() ? 0 : cyc[0])), ": ", path);
+  }
+  g.topo_pos_.assign(n, 0);
+  for (std::size_t k = 0; k < n; ++k) g.topo_pos_[static_cast<std::size_t>(g.topo_order_[k])] = static_cast<std::int32_t>(k);
+  return g;
+}
+
+inline void OpGraph::validate() const {
+  const std::string at = where();
+  const auto n = static_cast<std::size_t>(num_ops());
+  GO_CHECK(names_.size() == n && topo_order_.size() == n && topo_pos_.size() == n, at, "inconsistent graph arrays");
+  GO_CHECK(out_offsets_.size() == n + 1 && in_offsets_.size() == n + 1 && input_offsets_.size() == n + 1 &&
+               param_offsets_.size() == n + 1,
+           at, "inconsistent CSR offsets");
+  GO_CHECK(out_ops_.size() == in_ops_.size(), at, "out-edges and in-edges differ in number");
+  std::vector<std::int32_t> ids_seen(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& o = ops_[i];
+    const auto id = static_cast<OpId>(i);
+    GO_CHECK(o.id == id, at, label(id), " is stored at index ", i);
+    GO_CHECK(std::isfinite(o.flops) && o.flops >= 0, at, label(id), " has negative or invalid flops ", o.flops);
+    GO_CHECK(o.param_bytes >= 0, at, label(id), " has negative param_bytes ", o.param_bytes);
+    GO_CHECK(o.temp_bytes >= 0, at, label(id), " has negative temp_bytes ", o.temp_bytes);
+    GO_CHECK(o.time == kNoTime || o.time >= 0, at, label(id), " has negative time ", o.time);
+    GO_CHECK(o.first_output >= 0 && o.num_outputs >= 0 &&
+                 static_cast<std::size_t>(o.first_output) + static_cast<std::size_t>(o.num_outputs) <= tensors_.size(),
+             at, label(id), " has outputs out of range");
+    for (const auto& t : outputs(id)) GO_CHECK(t.bytes >= 0, at, label(id), " has an output of negative size ", t.bytes);
+    for (auto e = out_offsets_[i]; e < out_offsets_[i + 1]; ++e) {
+      const OpId w = out_ops_[static_cast<std::size_t>(e)];
+      GO_CHECK(w >= 0 && static_cast<std::size_t>(w) < n, at, label(id), " has an edge to unknown op index ", w);
+      GO_CHECK(topo_pos_[i] < topo_pos_[static_cast<std::size_t>(w)], at, "cycle or bad order through ", label(id),
+               " -> ", label(w));
+    }
+    for (auto e = in_offsets_[i]; e < in_offsets_[i + 1]; ++e) {
+      const OpId u = in_ops_[static_cast<std::size_t>(e)];
+      GO_CHECK(u >= 0 && static_cast<std::size_t>(u) < n, at, label(id), " has an edge from unknown op index ", u);
+      const TensorId t = in_tensors_[static_cast<std::size_t>(e)];
+      GO_CHECK(t == -1 || (t >= 0 && static_cast<std::size_t>(t) < tensors_.size() &&
+                           tensors_[static_cast<std::size_t>(t)].producer == u),
+               at, label(id), " has an edge whose tensor does not come from ", label(u));
+    }
+    const auto tp = static_cast<std::size_t>(topo_order_[i]);
+    GO_CHECK(tp < n && ids_seen[tp]++ == 0, at, "topological order repeats or misses ops");
+  }
+}
+
+// The OpSpec that rebuilds op `i` of `g` (ids, inputs and control inputs refer to source ids), for
+// transformations that copy a graph into a GraphBuilder.
+inline OpSpec op_spec(const OpGraph& g, OpId i) {
+  const Op& o = g.op(i);
+  OpSpec s;
+  s.id = o.source_id;
+  s.name = g.name(i);
+  s.kind = o.kind;
+  s.role = o.role;
+  s.flops = o.flops;
+  s.temp_bytes = o.temp_bytes;
+  s.time = o.time;
+  s.backward_time = o.backward_time;
+  s.colocation = o.colocation;
+  for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t) {
+    const TensorInfo& ti = g.tensor(t);
+    TensorSpec ts;
+    ts.dtype = ti.dtype;
+    ts.bytes = ti.bytes;
+    ts.shape_known = ti.rank >= 0;
+    auto sh = g.shape(t);
+    ts.shape.assign(sh.begin(), sh.end());
+    s.outputs.push_back(std::move(ts));
+  }
+  for (TensorId t : g.inputs(i)) {
+    const TensorInfo& ti = g.tensor(t);
+    s.inputs.push_back(TensorRef{g.op(ti.producer).source_id, ti.output_index});
+  }
+  auto preds = g.pred(i);
+  auto tens = g.pred_tensors(i);
+  for (std::size_t k = 0; k < preds.size(); ++k)
+    if (tens[k] < 0) s.control_inputs.push_back(g.op(preds[k]).source_id);
+  for (const ParamInfo& p : g.op_params(i)) s.params.push_back(ParamSpec{p.name, p.bytes});
+  return s;
+}
+
+}  // namespace go

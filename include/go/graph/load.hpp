@@ -1,0 +1,78 @@
+#pragma once
+// load_graph(path): one entry point for every graph file, choosing the importer by content and
+// extension:
+//   - JSON (".json", or content starting with '{'): a go-graph document ("format": "go-graph") or a
+//     dnn-partitioning graph ("nodes" + "edges" with sourceId/destId);
+//   - PipeDream graph.txt (".txt", or a first line "nodeK -- ...");
+//   - ONNX protobuf (".onnx", or anything else that parses as a ModelProto);
+//   - "zoo:<name>": a generated workload (zoo.hpp) with its default sizes.
+// Errors are go::Error with a one-line message starting with the path.
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/graph/dnn_partitioning.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/io.hpp"
+#include "go/graph/json.hpp"
+#include "go/graph/onnx.hpp"
+#include "go/graph/pipedream.hpp"
+#include "go/graph/zoo.hpp"
+
+namespace go {
+
+enum class GraphFormat { auto_detect, onnx, json, pipedream, dnn_partitioning };
+
+namespace detail {
+
+inline bool looks_like_json(std::string_view data) {
+  for (char c : data) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    return c == '{' || c == '[' || c == '/';  // '/' : a leading comment
+  }
+  return false;
+}
+inline bool looks_like_pipedream(std::string_view data) {
+  std::string_view first = trim(data.substr(0, data.find('\n')));
+  return first.substr(0, 4) == "node" && first.find(" -- ") != std::string_view::npos;
+}
+
+}  // namespace detail
+
+// Parses an in-memory graph; `source` names it in errors and picks the format by extension.
+inline OpGraph parse_graph(std::string_view data, const std::string& source, GraphFormat format = GraphFormat::auto_detect) {
+  GO_CHECK(!data.empty(), source, ": empty file");
+  if (format == GraphFormat::auto_detect) {
+    const std::string ext = detail::file_extension(source);
+    if (ext == ".onnx" || ext == ".pb") format = GraphFormat::onnx;
+    else if (ext == ".txt") format = GraphFormat::pipedream;
+    else if (ext == ".json" || detail::looks_like_json(data)) format = GraphFormat::json;
+    else if (detail::looks_like_pipedream(data)) format = GraphFormat::pipedream;
+    else format = GraphFormat::onnx;
+  }
+  switch (format) {
+    case GraphFormat::onnx: return parse_onnx(data, source);
+    case GraphFormat::pipedream: return parse_pipedream(data, source);
+    case GraphFormat::json:
+    case GraphFormat::dnn_partitioning: {
+      nlohmann::json j = detail::parse_json_text(data, source);
+      if (format == GraphFormat::dnn_partitioning) return graph_from_dnn_partitioning(j, source);
+      GO_CHECK(j.is_object(), source, ": a graph document must be a JSON object");
+      if (j.contains("format") || j.contains("ops")) return graph_from_json(j, source);
+      if (j.contains("nodes") && j.contains("edges")) return graph_from_dnn_partitioning(j, source);
+      GO_FAIL(source, ": unrecognized JSON graph (expected a go-graph document with \"format\": \"go-graph\" or a "
+                      "dnn-partitioning graph with \"nodes\" and \"edges\")");
+    }
+    case GraphFormat::auto_detect: break;
+  }
+  GO_FAIL(source, ": unknown graph format");
+}
+
+inline OpGraph load_graph(const std::string& path, GraphFormat format = GraphFormat::auto_detect) {
+  if (path.rfind("zoo:", 0) == 0) return make_zoo_graph(std::string_view(path).substr(4));
+  return parse_graph(detail::read_file(path), path, format);
+}
+
+}  // namespace go

@@ -1,0 +1,388 @@
+// ONNX importer: the shared model exports (published multiply-accumulate counts) and a synthetic
+// model exercising shape inference and FLOPs of each supported operator.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "go/graph/cost.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/onnx.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kModels = std::string(GO_SHARED_DIR) + "/models/";
+
+double macs_per_image(const go::OpGraph& g) {
+  // The batch is the first dimension of the (single) data input.
+  go::OpId input = -1;
+  for (const go::Op& o : g.ops())
+    if (o.kind == go::OpKind::input) {
+      REQUIRE(input == -1);
+      input = o.id;
+    }
+  REQUIRE(input >= 0);
+  const auto shape = g.shape(g.op(input).first_output);
+  REQUIRE(shape.size() == 4);
+  const double batch = static_cast<double>(shape[0]);
+  CHECK(g.info().batch == shape[0]);
+  return go::graph_stats(g).flops / 2.0 / batch;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: published multiply-accumulate counts of the shared models", "[graph][onnx]") {
+  struct Case {
+    const char* file;
+    double gmacs;
+    std::int64_t side;
+  };
+  for (const Case& c : {Case{"resnet18.onnx", 1.81, 224}, Case{"resnet50.onnx", 4.09, 224},
+                        Case{"inception_v3.onnx", 5.71, 299}, Case{"vgg16.onnx", 15.47, 224},
+                        Case{"mobilenet_v2.onnx", 0.30, 224}}) {
+    INFO(c.file);
+    const go::OpGraph g = go::load_graph(kModels + c.file);
+    CHECK_NOTHROW(g.validate());
+    CHECK(g.info().format == "onnx");
+    CHECK(g.info().batch == 32);
+    const auto in_shape = g.shape(g.op(*g.find("input.1")).first_output);
+    CHECK(in_shape[2] == c.side);
+    const double macs = macs_per_image(g) / 1e9;
+    INFO("GMACs per image " << macs << " vs published " << c.gmacs);
+    CHECK(macs == Approx(c.gmacs).epsilon(0.10));
+    CHECK(g.topo_order().size() == static_cast<std::size_t>(g.num_ops()));
+    // every tensor's shape is known (value_info + inference) and every conv has weights
+    for (const auto& t : g.tensors()) CHECK(t.rank >= 0);
+    for (const go::Op& o : g.ops())
+      if (o.kind == go::OpKind::conv) CHECK(o.param_bytes > 0);
+  }
+}
+
+TEST_CASE("onnx: parameter counts of the weightless exports", "[graph][onnx]") {
+  // Published parameter counts (BatchNorm folded into the convolutions by the exporter).
+  const go::OpGraph r18 = go::load_graph(kModels + "resnet18.onnx");
+  CHECK(go::graph_stats(r18).param_bytes / 4 == Approx(11.69e6).epsilon(0.01));
+  const go::OpGraph vgg = go::load_graph(kModels + "vgg16.onnx");
+  CHECK(go::graph_stats(vgg).param_bytes / 4 == Approx(138.36e6).epsilon(0.01));
+  const go::OpGraph mb = go::load_graph(kModels + "mobilenet_v2.onnx");
+  CHECK(go::graph_stats(mb).param_bytes / 4 == Approx(3.50e6).epsilon(0.01));
+  // The fc layer's weight and bias belong to the Gemm.
+  for (const go::Op& o : r18.ops())
+    if (o.kind == go::OpKind::matmul) CHECK(o.param_bytes == (1000 * 512 + 1000) * 4);
+}
+
+TEST_CASE("onnx: the Transformer encoder export", "[graph][onnx]") {
+  const go::OpGraph g = go::load_graph(kModels + "transformer_enc.onnx");
+  CHECK_NOTHROW(g.validate());
+  const auto st = go::graph_stats(g);
+  // one data input [8, 128, 512]; every weight is a parameter
+  CHECK(st.kind_counts[go::op_kind_index(go::OpKind::input)] == 1);
+  CHECK(g.info().batch == 8);
+  // 6 layers x (in_proj 512x1536+1536, out_proj 512x512+512, ff 512x2048+2048 and 2048x512+512, 2 norms)
+  const double per_layer = 512.0 * 1536 + 1536 + 512.0 * 512 + 512 + 512.0 * 2048 + 2048 + 2048.0 * 512 + 512 + 4 * 512;
+  CHECK(st.param_bytes == static_cast<std::int64_t>(6 * per_layer * 4));
+  CHECK(g.num_params() == 6 * 12);
+  // matmul FLOPs: per layer QKV, scores, attention x V, output projection, two feed-forward layers
+  const double tokens = 8 * 128;
+  const double per_layer_flops = 2 * tokens * 512 * 1536 + 2 * (2.0 * 64 * 128 * 128 * 64) +
+                                 (2 * tokens * 512 * 512 + tokens * 512) + 2 * (2 * tokens * 512 * 2048);
+  double matmul_flops = 0;
+  for (const go::Op& o : g.ops())
+    if (o.kind == go::OpKind::matmul) matmul_flops += o.flops;
+  CHECK(matmul_flops == Approx(6 * per_layer_flops).epsilon(1e-6));
+  CHECK(st.kind_counts[go::op_kind_index(go::OpKind::softmax)] == 6);
+  CHECK(st.kind_counts[go::op_kind_index(go::OpKind::reduce)] == 24);  // decomposed LayerNorm: 2 ReduceMean each
+  for (const auto& t : g.tensors()) CHECK(t.rank >= 0);
+}
+
+// ---- a synthetic model, built with the protobuf API, without value_info ----
+namespace {
+
+namespace pb = ::ONNX_NAMESPACE;
+
+struct ModelMaker {
+  pb::ModelProto model;
+  pb::GraphProto* g;
+  ModelMaker() {
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(17);
+    g = model.mutable_graph();
+    g->set_name("synthetic");
+  }
+  void input(const std::string& name, std::initializer_list<std::int64_t> dims, int elem = 1) {
+    auto* vi = g->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    auto* sh = tt->mutable_shape();
+    for (auto d : dims) sh->add_dim()->set_dim_value(d);
+  }
+  void initializer(const std::string& name, std::initializer_list<std::int64_t> dims) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(1);
+    for (auto d : dims) t->add_dims(d);
+  }
+  void int_constant(const std::string& out, std::vector<std::int64_t> values, bool raw) {
+    auto* n = g->add_node();
+    n->set_op_type("Constant");
+    n->set_name(out + "_const");
+    n->add_output(out);
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(pb::AttributeProto_AttributeType_TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(7);
+    t->add_dims(static_cast<std::int64_t>(values.size()));
+    if (raw) t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
+    else
+      for (auto v : values) t->add_int64_data(v);
+  }
+  pb::NodeProto* node(const std::string& type, const std::string& name, std::initializer_list<std::string> ins,
+                      std::initializer_list<std::string> outs) {
+    auto* n = g->add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto& i : ins) n->add_input(i);
+    for (const auto& o : outs) n->add_output(o);
+    return n;
+  }
+  static void ints(pb::NodeProto* n, const std::string& name, std::initializer_list<std::int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto_AttributeType_INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+  static void i(pb::NodeProto* n, const std::string& name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto_AttributeType_INT);
+    a->set_i(v);
+  }
+  static void s(pb::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto_AttributeType_STRING);
+    a->set_s(v);
+  }
+  go::OpGraph load(const std::string& name = "synthetic.onnx") {
+    return go::parse_onnx(model.SerializeAsString(), name);
+  }
+};
+
+std::vector<std::int64_t> out_shape(const go::OpGraph& g, const std::string& op, int k = 0) {
+  auto id = g.find(op);
+  REQUIRE(id.has_value());
+  REQUIRE(k < g.op(*id).num_outputs);
+  REQUIRE(g.tensor(g.op(*id).first_output + k).rank >= 0);
+  auto s = g.shape(g.op(*id).first_output + k);
+  return {s.begin(), s.end()};
+}
+double flops_of(const go::OpGraph& g, const std::string& op) { return g.op(*g.find(op)).flops; }
+using V = std::vector<std::int64_t>;
+
+}  // namespace
+
+TEST_CASE("onnx: shape inference and FLOPs per operator", "[graph][onnx]") {
+  ModelMaker m;
+  m.input("x", {2, 8, 17, 17});
+  m.input("w", {16, 4, 3, 3});
+  m.input("b", {16});
+  m.input("bn_s", {16});
+  m.input("bn_b", {16});
+  m.input("bn_m", {16});
+  m.input("bn_v", {16});
+  m.input("chan", {16, 1, 1});
+  m.input("idx", {4, 3}, 7);  // a second data input (int64 indices)
+  m.initializer("table", {100, 16});
+  auto* conv = m.node("Conv", "conv", {"x", "w_id", "b"}, {"c"});
+  m.node("Identity", "weight_alias", {"w"}, {"w_id"});  // Identity of a parameter: folded away
+  ModelMaker::i(conv, "group", 2);
+  ModelMaker::ints(conv, "strides", {2, 2});
+  ModelMaker::ints(conv, "dilations", {2, 2});
+  ModelMaker::ints(conv, "pads", {1, 1, 1, 1});
+  m.node("BatchNormalization", "bn", {"c", "bn_s", "bn_b", "bn_m", "bn_v"}, {"n"});
+  m.node("Relu", "relu", {"n"}, {"r"});
+  m.node("Add", "add", {"r", "chan"}, {"a"});  // broadcasting
+  m.node("Sigmoid", "sigmoid", {"a"}, {"sg"});
+  m.node("Tanh", "tanh", {"sg"}, {"th"});
+  m.node("Erf", "erf", {"th"}, {"ef"});
+  m.node("Gelu", "gelu", {"ef"}, {"ge"});
+  m.node("Mul", "mul", {"ge", "a"}, {"mu"});
+  m.node("Div", "div", {"mu", "chan"}, {"dv"});
+  m.node("Sub", "sub", {"dv", "a"}, {"sb"});
+  auto* mp = m.node("MaxPool", "maxpool", {"sb"}, {"mp"});
+  ModelMaker::ints(mp, "kernel_shape", {3, 3});
+  ModelMaker::ints(mp, "strides", {2, 2});
+  ModelMaker::ints(mp, "pads", {1, 1, 1, 1});
+  auto* ap = m.node("AveragePool", "avgpool", {"sb"}, {"ap"});
+  ModelMaker::ints(ap, "kernel_shape", {2, 2});
+  ModelMaker::ints(ap, "strides", {2, 2});
+  auto* cat = m.node("Concat", "concat", {"mp", "ap"}, {"cat"});
+  ModelMaker::i(cat, "axis", 1);
+  m.node("GlobalAveragePool", "gap", {"cat"}, {"gp"});
+  auto* fl = m.node("Flatten", "flatten", {"gp"}, {"fl"});
+  ModelMaker::i(fl, "axis", 1);
+  m.input("fc_w", {6, 32});
+  m.input("fc_b", {6});
+  auto* gemm = m.node("Gemm", "gemm", {"fl", "fc_w", "fc_b"}, {"gm"});
+  ModelMaker::i(gemm, "transB", 1);
+  auto* sm = m.node("Softmax", "softmax", {"gm"}, {"sm"});
+  ModelMaker::i(sm, "axis", -1);
+  // sequence branch: x2 [3, 4, 7]
+  m.input("seq", {3, 4, 7});
+  m.input("mm_w", {7, 5});
+  m.node("MatMul", "matmul", {"seq", "mm_w"}, {"mm"});
+  m.input("bmm_b", {3, 5, 4});
+  m.node("MatMul", "bmm", {"mm", "bmm_b"}, {"bmm"});  // batched [3,4,5] x [3,5,4]
+  m.input("ln_s", {7});
+  m.input("ln_b", {7});
+  m.node("LayerNormalization", "layernorm", {"seq", "ln_s", "ln_b"}, {"ln"});
+  auto* rm = m.node("ReduceMean", "reducemean", {"ln"}, {"rm"});
+  ModelMaker::ints(rm, "axes", {1});
+  ModelMaker::i(rm, "keepdims", 0);
+  m.int_constant("starts", {1}, true);
+  m.int_constant("ends", {3}, false);
+  m.int_constant("axes", {2}, true);
+  m.node("Slice", "slice", {"ln", "starts", "ends", "axes"}, {"sl"});
+  m.int_constant("split_sizes", {1, 3}, false);
+  auto* sp = m.node("Split", "split", {"ln", "split_sizes"}, {"sp0", "sp1"});
+  ModelMaker::i(sp, "axis", 1);
+  m.int_constant("newshape", {-1, 7}, true);
+  m.node("Reshape", "reshape", {"ln", "newshape"}, {"rs"});
+  auto* tr = m.node("Transpose", "transpose", {"ln"}, {"tr"});
+  ModelMaker::ints(tr, "perm", {0, 2, 1});
+  m.node("Gather", "embedding", {"table", "idx"}, {"emb"});
+  // recurrent layers on [seq 5, batch 2, input 10]
+  m.input("rx", {5, 2, 10});
+  m.input("lstm_w", {1, 80, 10});
+  m.input("lstm_r", {1, 80, 20});
+  m.input("lstm_bias", {1, 160});
+  auto* lstm = m.node("LSTM", "lstm", {"rx", "lstm_w", "lstm_r", "lstm_bias"}, {"ly", "lyh", "lyc"});
+  ModelMaker::i(lstm, "hidden_size", 20);
+  m.input("gru_w", {2, 60, 10});
+  m.input("gru_r", {2, 60, 20});
+  auto* gru = m.node("GRU", "gru", {"rx", "gru_w", "gru_r"}, {"gy"});
+  ModelMaker::i(gru, "hidden_size", 20);
+  ModelMaker::s(gru, "direction", "bidirectional");
+
+  const go::OpGraph g = m.load();
+  CHECK_NOTHROW(g.validate());
+  // data inputs: the first graph input and the ones used as data operands
+  std::vector<std::string> inputs;
+  for (const go::Op& o : g.ops())
+    if (o.kind == go::OpKind::input) inputs.push_back(g.name(o.id));
+  CHECK(inputs == std::vector<std::string>{"x", "idx", "seq", "rx"});
+  CHECK(!g.find("weight_alias").has_value());  // Identity of a parameter produces no op
+
+  const double conv_out = 2 * 16 * 8 * 8;
+  CHECK(out_shape(g, "conv") == V{2, 16, 8, 8});  // eff. kernel 5: (17 + 2 - 5) / 2 + 1
+  CHECK(flops_of(g, "conv") == 2 * conv_out * (4 * 3 * 3) + conv_out);
+  CHECK(g.op(*g.find("conv")).param_bytes == (16 * 4 * 9 + 16) * 4);
+  CHECK(g.op(*g.find("conv")).kind == go::OpKind::conv);
+  CHECK(flops_of(g, "bn") == 2 * conv_out);
+  CHECK(g.op(*g.find("bn")).param_bytes == 4 * 16 * 4);
+  CHECK(flops_of(g, "relu") == conv_out);
+  CHECK(out_shape(g, "add") == V{2, 16, 8, 8});
+  CHECK(flops_of(g, "add") == conv_out);
+  CHECK(g.op(*g.find("add")).param_bytes == 16 * 4);  // "chan" is a parameter (commutative operand)
+  CHECK(flops_of(g, "sigmoid") == 4 * conv_out);
+  CHECK(flops_of(g, "tanh") == 4 * conv_out);
+  CHECK(flops_of(g, "erf") == 4 * conv_out);
+  CHECK(flops_of(g, "gelu") == 8 * conv_out);
+  CHECK(g.op(*g.find("gelu")).kind == go::OpKind::gelu);
+  CHECK(flops_of(g, "mul") == conv_out);
+  CHECK(flops_of(g, "div") == conv_out);
+  CHECK(flops_of(g, "sub") == conv_out);
+  CHECK(out_shape(g, "maxpool") == V{2, 16, 4, 4});
+  CHECK(flops_of(g, "maxpool") == 2 * 16 * 4 * 4 * 9);
+  CHECK(out_shape(g, "avgpool") == V{2, 16, 4, 4});
+  CHECK(flops_of(g, "avgpool") == 2 * 16 * 4 * 4 * 4);
+  CHECK(out_shape(g, "concat") == V{2, 32, 4, 4});
+  CHECK(flops_of(g, "concat") == 0);
+  CHECK(out_shape(g, "gap") == V{2, 32, 1, 1});
+  CHECK(flops_of(g, "gap") == 2 * 32 * 16);
+  CHECK(out_shape(g, "flatten") == V{2, 32});
+  CHECK(out_shape(g, "gemm") == V{2, 6});
+  CHECK(flops_of(g, "gemm") == 2 * 12 * 32 + 12);
+  CHECK(flops_of(g, "softmax") == 5 * 12);
+  CHECK(out_shape(g, "matmul") == V{3, 4, 5});
+  CHECK(flops_of(g, "matmul") == 2 * 60 * 7);
+  CHECK(out_shape(g, "bmm") == V{3, 4, 4});
+  CHECK(flops_of(g, "bmm") == 2 * 48 * 5);
+  CHECK(out_shape(g, "layernorm") == V{3, 4, 7});
+  CHECK(flops_of(g, "layernorm") == 8 * 84);
+  CHECK(out_shape(g, "reducemean") == V{3, 7});
+  CHECK(flops_of(g, "reducemean") == 84);
+  CHECK(out_shape(g, "slice") == V{3, 4, 2});
+  CHECK(out_shape(g, "split", 0) == V{3, 1, 7});
+  CHECK(out_shape(g, "split", 1) == V{3, 3, 7});
+  CHECK(flops_of(g, "split") == 0);
+  CHECK(out_shape(g, "reshape") == V{12, 7});
+  CHECK(g.op(*g.find("reshape")).kind == go::OpKind::reshape);
+  CHECK(go::op_time(g.op(*g.find("reshape")), go::DeviceSpec{}) == 0.0);  // zero-FLOP view
+  CHECK(out_shape(g, "transpose") == V{3, 7, 4});
+  CHECK(out_shape(g, "embedding") == V{4, 3, 16});
+  CHECK(flops_of(g, "embedding") == 0);
+  CHECK(g.op(*g.find("embedding")).param_bytes == 100 * 16 * 4);  // the table (an initializer)
+  CHECK(out_shape(g, "lstm", 0) == V{5, 1, 2, 20});
+  CHECK(out_shape(g, "lstm", 2) == V{1, 2, 20});
+  CHECK(flops_of(g, "lstm") == 5 * 2 * (8.0 * 20 * 30 + 20 * 20));
+  CHECK(g.op(*g.find("lstm")).kind == go::OpKind::rnn);
+  CHECK(out_shape(g, "gru") == V{5, 2, 2, 20});
+  CHECK(flops_of(g, "gru") == 5 * 2 * 2 * (6.0 * 20 * 30 + 16 * 20));
+  CHECK(g.op(*g.find("starts_const")).kind == go::OpKind::constant);
+  // bytes follow shapes and element types
+  CHECK(g.op(*g.find("idx")).output_bytes == 4 * 3 * 8);
+  CHECK(g.op(*g.find("conv")).output_bytes == static_cast<std::int64_t>(conv_out) * 4);
+}
+
+TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][errors]") {
+  SECTION("unknown tensor") {
+    ModelMaker m;
+    m.input("x", {2, 2});
+    m.node("Relu", "lost", {"nowhere"}, {"y"});
+    REQUIRE_THROWS_WITH(m.load("broken.onnx"),
+                        Contains("broken.onnx") && Contains("'lost'") && Contains("unknown tensor 'nowhere'"));
+  }
+  SECTION("tensor produced twice") {
+    ModelMaker m;
+    m.input("x", {2, 2});
+    m.node("Relu", "first", {"x"}, {"y"});
+    m.node("Relu", "second", {"x"}, {"y"});
+    REQUIRE_THROWS_WITH(m.load("twice.onnx"), Contains("twice.onnx") && Contains("'first'") && Contains("'second'"));
+  }
+  SECTION("cycle") {
+    ModelMaker m;
+    m.input("x", {2, 2});
+    m.node("Add", "ping", {"x", "q"}, {"p"});
+    m.node("Relu", "pong", {"p"}, {"q"});
+    REQUIRE_THROWS_WITH(m.load("cycle.onnx"), Contains("cycle.onnx") && Contains("cycle") && Contains("'ping'"));
+  }
+  SECTION("negative dimension") {
+    ModelMaker m;
+    m.input("x", {2, -2});
+    m.node("Relu", "r", {"x"}, {"y"});
+    REQUIRE_THROWS_WITH(m.load("negdim.onnx"), Contains("negdim.onnx") && Contains("negative dimension"));
+  }
+  SECTION("no graph") {
+    pb::ModelProto empty;
+    empty.set_ir_version(8);
+    REQUIRE_THROWS_WITH(go::parse_onnx(empty.SerializeAsString(), "nograph.onnx"), Contains("nograph.onnx"));
+  }
+  SECTION("symbolic dimensions take the option's value") {
+    ModelMaker m;
+    m.input("x", {2, 3});
+    m.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    m.node("Relu", "r", {"x"}, {"y"});
+    go::OnnxOptions opts;
+    opts.symbolic_dim = 64;
+    const go::OpGraph g = go::parse_onnx(m.model.SerializeAsString(), "sym.onnx", opts);
+    CHECK(out_shape(g, "r") == V{64, 3});
+  }
+}
