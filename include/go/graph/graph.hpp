@@ -564,6 +564,18 @@ inline void OpGraph::validate() const {
   }
 }
 
+// The TensorSpec that recreates tensor `t` of `g` (dtype, bytes, shape when known).
+inline TensorSpec tensor_spec(const OpGraph& g, TensorId t) {
+  const TensorInfo& ti = g.tensor(t);
+  TensorSpec ts;
+  ts.dtype = ti.dtype;
+  ts.bytes = ti.bytes;
+  ts.shape_known = ti.rank >= 0;
+  auto sh = g.shape(t);
+  ts.shape.assign(sh.begin(), sh.end());
+  return ts;
+}
+
 // The OpSpec that rebuilds op `i` of `g` (ids, inputs and control inputs refer to source ids), for
 // transformations that copy a graph into a GraphBuilder.
 inline OpSpec op_spec(const OpGraph& g, OpId i) {
@@ -578,16 +590,7 @@ inline OpSpec op_spec(const OpGraph& g, OpId i) {
   s.time = o.time;
   s.backward_time = o.backward_time;
   s.colocation = o.colocation;
-  for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t) {
-    const TensorInfo& ti = g.tensor(t);
-    TensorSpec ts;
-    ts.dtype = ti.dtype;
-    ts.bytes = ti.bytes;
-    ts.shape_known = ti.rank >= 0;
-    auto sh = g.shape(t);
-    ts.shape.assign(sh.begin(), sh.end());
-    s.outputs.push_back(std::move(ts));
-  }
+  for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t) s.outputs.push_back(tensor_spec(g, t));
   for (TensorId t : g.inputs(i)) {
     const TensorInfo& ti = g.tensor(t);
     s.inputs.push_back(TensorRef{g.op(ti.producer).source_id, ti.output_index});

@@ -214,13 +214,7 @@ inline OpGraph make_training_graph(const OpGraph& fwd, const TrainingOptions& op
       acc.role = OpRole::backward;
       acc.inputs = c;
       const TensorInfo& ti = fwd.tensor(t);
-      TensorSpec out;
-      out.dtype = ti.dtype;
-      out.bytes = ti.bytes;
-      out.shape_known = ti.rank >= 0;
-      auto sh = fwd.shape(t);
-      out.shape.assign(sh.begin(), sh.end());
-      acc.outputs.push_back(out);
+      acc.outputs.push_back(tensor_spec(fwd, t));
       acc.flops = static_cast<double>(ti.bytes) / static_cast<double>(elem_size(ti.dtype)) *
                   static_cast<double>(c.size() - 1);
       gs.inputs.push_back(TensorRef{acc.id, 0});
@@ -241,16 +235,7 @@ inline OpGraph make_training_graph(const OpGraph& fwd, const TrainingOptions& op
       for (std::int32_t k = 0; k < o.num_outputs; ++k) gs.inputs.push_back(TensorRef{sid(v), k});
     if (gs.inputs.empty()) gs.control_inputs.push_back(sid(v));  // cannot start before its forward op
     // outputs: input gradients, then parameter gradients
-    for (TensorId t : grad_inputs[vi]) {
-      const TensorInfo& ti = fwd.tensor(t);
-      TensorSpec out;
-      out.dtype = ti.dtype;
-      out.bytes = ti.bytes;
-      out.shape_known = ti.rank >= 0;
-      auto sh = fwd.shape(t);
-      out.shape.assign(sh.begin(), sh.end());
-      gs.outputs.push_back(out);
-    }
+    for (TensorId t : grad_inputs[vi]) gs.outputs.push_back(tensor_spec(fwd, t));
     auto params = fwd.op_params(v);
     const int operand_grads = static_cast<int>(grad_inputs[vi].size()) + (params.empty() ? 0 : 1);
     const double factor = detail::grad_flop_factor(o.kind, operand_grads);
