@@ -18,6 +18,7 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
 
 namespace {
 
@@ -133,7 +134,11 @@ void run_info(const InfoOptions& o) {
 void add_info_command(CLI::App& app) {
   auto opts = std::make_shared<InfoOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Summarize a graph: nodes, edges, FLOPs, bytes, op kinds, critical path");
-  cmd->add_option("graph", opts->graph, "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
+  std::string zoo;
+  for (const auto& n : go::zoo_names()) zoo += (zoo.empty() ? "" : ", ") + n;
+  cmd->add_option("graph", opts->graph,
+                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>, a "
+                  "generated forward graph (add --training for the training graph) with <name> one of: " + zoo)
       ->required();
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");

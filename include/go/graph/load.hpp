@@ -5,7 +5,9 @@
 //     dnn-partitioning graph ("nodes" + "edges" with sourceId/destId);
 //   - PipeDream graph.txt (".txt", or a first line "nodeK -- ...");
 //   - ONNX protobuf (".onnx", or anything else that parses as a ModelProto);
-//   - "zoo:<name>": a generated workload (zoo.hpp) with its default sizes.
+//   - "zoo:<name>": a generated workload (zoo.hpp, zoo_names()) with its default sizes, as a FORWARD
+//     graph like every other source; make_training_graph (`--training`) expands it to the training
+//     graph, whose size is what zoo.hpp documents (gnmt8, transformer_xl8, wavenet4: 40k-100k ops).
 // Errors are go::Error with a one-line message starting with the path.
 #include <string>
 #include <string_view>
