@@ -7,6 +7,7 @@
 
 #include "demo.hpp"
 #include "info.hpp"
+#include "simulate.hpp"
 #include "go/core/error.hpp"
 #include "go/version.hpp"
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gopt ") + GO_VERSION_STRING);
   app.require_subcommand(0, 1);
   add_info_command(app);
+  gopt::add_simulate_command(app);
   gopt::add_demo_command(app);
   try {
     app.parse(argc, argv);

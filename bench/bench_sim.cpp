@@ -1,0 +1,235 @@
+// Simulator benchmarks: one simulated training step of an ~80,000-op training graph (a synthetic
+// 27k-op forward graph shaped like a deep residual MLP/Transformer stack, expanded by
+// make_training_graph), with several plans, on one thread and with two threads evaluating
+// independent plans (one workspace each), plus the one-off Simulator construction.
+// See bench/README.sim.md.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
+#include "go/sim/sim.hpp"
+
+namespace {
+
+// Blocks of: matmul(+w) -> layer_norm(+w) -> gelu -> matmul(+w) -> dropout -> add(residual), with a
+// side branch every 4th block (two parallel matmuls joined by concat -> matmul) so the graph has
+// parallelism for a placement to exploit.
+go::OpGraph forward_graph(int target_ops) {
+  go::GraphBuilder b;
+  const std::int64_t batch = 16, width = 1024;
+  auto tensor = [&](std::int64_t w) {
+    go::TensorSpec t;
+    t.shape = {batch, 64, w};
+    return t;
+  };
+  auto add = [&](const std::string& name, go::OpKind kind, std::vector<go::OpId> ins, std::int64_t params, std::int64_t w) {
+    go::OpSpec s;
+    s.name = name;
+    s.kind = kind;
+    s.param_bytes = params;
+    s.outputs.push_back(tensor(w));
+    const double elems = static_cast<double>(batch * 64 * w);
+    s.flops = kind == go::OpKind::matmul ? 2.0 * elems * static_cast<double>(width) : 4.0 * elems;
+    for (go::OpId i : ins) s.inputs.push_back({i, 0});
+    return b.add_op(std::move(s));
+  };
+  go::OpId x = add("input", go::OpKind::input, {}, 0, width);
+  int blk = 0;
+  while (static_cast<int>(b.size()) < target_ops - 12) {
+    const std::string p = "b" + std::to_string(blk);
+    const std::int64_t w2 = width * width * 4;
+    go::OpId h = add(p + "/fc1", go::OpKind::matmul, {x}, w2, width);
+    h = add(p + "/ln", go::OpKind::layer_norm, {h}, width * 8, width);
+    h = add(p + "/gelu", go::OpKind::gelu, {h}, 0, width);
+    if (blk % 4 == 3) {
+      go::OpId a = add(p + "/branch_a", go::OpKind::matmul, {h}, w2 / 2, width / 2);
+      go::OpId c = add(p + "/branch_b", go::OpKind::matmul, {h}, w2 / 2, width / 2);
+      a = add(p + "/branch_a_act", go::OpKind::relu, {a}, 0, width / 2);
+      c = add(p + "/branch_b_act", go::OpKind::relu, {c}, 0, width / 2);
+      h = add(p + "/concat", go::OpKind::concat, {a, c}, 0, width);
+    }
+    h = add(p + "/fc2", go::OpKind::matmul, {h}, w2, width);
+    h = add(p + "/dropout", go::OpKind::dropout, {h}, 0, width);
+    x = add(p + "/residual", go::OpKind::add, {x, h}, 0, width);
+    ++blk;
+  }
+  return b.build();
+}
+
+struct Setup {
+  go::OpGraph graph;
+  std::unique_ptr<go::Simulator> sim;
+  std::vector<std::pair<std::string, go::Plan>> plans;
+};
+
+// Device of each op when forward ops are split into `nd` contiguous stages and every gradient,
+// accumulation and update op follows its forward op.
+go::Plan pipeline_plan(const go::OpGraph& g, int nd) {
+  std::unordered_map<std::string, std::int32_t> fwd_dev;
+  std::int32_t nfwd = 0;
+  for (const go::Op& o : g.ops()) nfwd += o.role == go::OpRole::forward ? 1 : 0;
+  go::Plan p;
+  p.device.assign(static_cast<std::size_t>(g.num_ops()), nd - 1);
+  std::int32_t k = 0;
+  for (go::OpId v : g.topo_order())
+    if (g.op(v).role == go::OpRole::forward) {
+      const auto d = static_cast<std::int32_t>(static_cast<std::int64_t>(k++) * nd / nfwd);
+      p.device[static_cast<std::size_t>(v)] = d;
+      fwd_dev[g.name(v)] = d;
+    }
+  for (go::OpId v = 0; v < g.num_ops(); ++v) {
+    if (g.op(v).role == go::OpRole::forward) continue;
+    const std::string& name = g.name(v);
+    const auto cut = name.find("/grad");
+    if (cut == std::string::npos) continue;
+    auto it = fwd_dev.find(name.substr(0, cut));
+    if (it != fwd_dev.end()) p.device[static_cast<std::size_t>(v)] = it->second;
+  }
+  go::colocate(g, p);
+  return p;
+}
+
+go::Plan random_plan(const go::OpGraph& g, int nd, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  go::Plan p;
+  p.device.resize(static_cast<std::size_t>(g.num_ops()));
+  for (auto& d : p.device) d = static_cast<std::int32_t>(rng() % static_cast<unsigned>(nd));
+  go::colocate(g, p);
+  return p;
+}
+
+void add_priorities(go::Plan& p, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  p.priority.resize(p.device.size());
+  for (auto& x : p.priority) x = static_cast<float>(rng() % 1000);
+}
+
+// Fuses runs of up to 3 consecutive ops of the topological order that share a device and no
+// colocation group (always convex).
+void add_fusion(const go::OpGraph& g, go::Plan& p) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  p.fusion.assign(n, -1);
+  auto topo = g.topo_order();
+  for (std::size_t i = 0; i + 2 < n; i += 3) {
+    const go::OpId a = topo[i], b = topo[i + 1], c = topo[i + 2];
+    const std::int32_t d = p.device_of(a);
+    if (p.device_of(b) != d || p.device_of(c) != d) continue;
+    if (g.op(a).colocation >= 0 || g.op(b).colocation >= 0 || g.op(c).colocation >= 0) continue;
+    for (go::OpId v : {a, b, c}) p.fusion[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
+  }
+}
+
+Setup& setup() {
+  static Setup s = [] {
+    Setup st;
+    st.graph = go::make_training_graph(forward_graph(30150));
+    go::Cluster c = go::cluster_preset("v100x8");
+    for (auto& d : c.devices) d.spec.memory_bytes = 1LL << 40;  // measure scheduling, not OOM verdicts
+    st.sim = std::make_unique<go::Simulator>(st.graph, c);
+    const go::OpGraph& g = st.graph;
+    st.plans.emplace_back("one_device", go::Plan::single_device(g.num_ops(), 0));
+    st.plans.emplace_back("pipeline4", pipeline_plan(g, 4));
+    st.plans.emplace_back("pipeline8", pipeline_plan(g, 8));
+    st.plans.emplace_back("random8", random_plan(g, 8, 1));
+    go::Plan pr = pipeline_plan(g, 8);
+    add_priorities(pr, 2);
+    st.plans.emplace_back("pipeline8_priority", pr);
+    go::Plan fu = pipeline_plan(g, 8);
+    add_fusion(g, fu);
+    st.plans.emplace_back("pipeline8_fused", fu);
+    go::Plan all = random_plan(g, 8, 3);
+    add_priorities(all, 4);
+    add_fusion(g, all);
+    st.plans.emplace_back("random8_priority_fused", all);
+    return st;
+  }();
+  return s;
+}
+
+void BM_sim_80k(benchmark::State& state) {
+  Setup& s = setup();
+  const auto& [name, plan] = s.plans[static_cast<std::size_t>(state.range(0))];
+  go::SimWorkspace ws = s.sim->make_workspace();
+  const go::SimResult* r = &s.sim->simulate(plan, ws);
+  if (!r->valid) state.SkipWithError(("invalid plan " + name).c_str());
+  for (auto _ : state) {
+    r = &s.sim->simulate(plan, ws);
+    benchmark::DoNotOptimize(r->step_time);
+  }
+  state.SetLabel(name);
+  state.counters["ops"] = s.graph.num_ops();
+  state.counters["edges"] = static_cast<double>(s.graph.num_edges());
+  state.counters["transfers"] = static_cast<double>(r->transfers);
+  state.counters["step_ms"] = r->step_time * 1e3;
+  state.counters["sims_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_sim_80k)->DenseRange(0, 6)->Unit(benchmark::kMillisecond);
+
+// Threads evaluate independent plans (as an RL trainer's workers do), one workspace each.
+void BM_sim_80k_threads(benchmark::State& state) {
+  Setup& s = setup();
+  go::SimWorkspace ws = s.sim->make_workspace();
+  std::vector<const go::Plan*> mine;
+  for (std::size_t k = 1; k < s.plans.size(); ++k)
+    if (static_cast<int>(k) % state.threads() == state.thread_index() % state.threads() || state.threads() == 1)
+      mine.push_back(&s.plans[k].second);
+  std::size_t k = 0;
+  for (auto _ : state) {
+    const go::SimResult& r = s.sim->simulate(*mine[k], ws);
+    benchmark::DoNotOptimize(r.step_time);
+    if (++k == mine.size()) k = 0;
+  }
+  state.counters["sims_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_sim_80k_threads)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Zoo training graphs (zoo.hpp) with the zoo's human-expert placement on 8 V100s and on one device.
+void BM_sim_zoo(benchmark::State& state, const char* name, bool human) {
+  static std::unordered_map<std::string, std::unique_ptr<go::OpGraph>> graphs;
+  auto& gp = graphs[name];
+  if (!gp) gp = std::make_unique<go::OpGraph>(go::make_training_graph(go::load_graph(std::string("zoo:") + name)));
+  const go::OpGraph& g = *gp;
+  go::Cluster c = go::cluster_preset("v100x8");
+  for (auto& d : c.devices) d.spec.memory_bytes = 1LL << 40;
+  go::Simulator sim(g, c);
+  go::Plan p = go::Plan::single_device(g.num_ops(), 0);
+  if (human) {
+    p.device = go::zoo_human_placement(g, 8);
+    go::colocate(g, p);
+  }
+  go::SimWorkspace ws = sim.make_workspace();
+  const go::SimResult* r = &sim.simulate(p, ws);
+  if (!r->valid) state.SkipWithError(go::sim_reason(*r, g, c).c_str());
+  for (auto _ : state) {
+    r = &sim.simulate(p, ws);
+    benchmark::DoNotOptimize(r->step_time);
+  }
+  state.counters["ops"] = g.num_ops();
+  state.counters["transfers"] = static_cast<double>(r->transfers);
+  state.counters["step_ms"] = r->step_time * 1e3;
+  state.counters["sims_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_one_device, "wavenet4", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_human8, "wavenet4", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_zoo, transformer_xl8_human8, "transformer_xl8", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_zoo, gnmt8_human8, "gnmt8", true)->Unit(benchmark::kMillisecond);
+
+void BM_sim_construct_80k(benchmark::State& state) {
+  Setup& s = setup();
+  for (auto _ : state) {
+    go::Simulator sim(s.graph, s.sim->cluster());
+    benchmark::DoNotOptimize(sim.num_ops());
+  }
+}
+BENCHMARK(BM_sim_construct_80k)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,182 @@
+// gopt simulate: step time, validity, per-device busy time and peak memory, transfers and kernel
+// launches of one simulated step (include/go/sim), optionally a Chrome trace and a speed test.
+#include "simulate.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/sim/sim.hpp"
+
+namespace gopt {
+namespace {
+
+struct SimulateOptions {
+  std::string graph;
+  std::string cluster;
+  std::string plan;
+  std::string trace;
+  bool training = false;
+  bool json = false;
+  bool no_colocation = false;
+  int repeat = 1;
+  bool repeat_given = false;
+};
+
+// One line, printable: names read from corrupt files may hold control characters.
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+void run_simulate(const SimulateOptions& o) {
+  GO_CHECK(o.repeat >= 1, "--repeat must be at least 1, got ", o.repeat);
+  const go::Cluster cluster = go::load_cluster(o.cluster);
+  go::OpGraph g = go::load_graph(o.graph);
+  if (o.training) g = go::make_training_graph(g);
+  go::Plan plan;
+  if (!o.plan.empty()) plan = go::load_plan(o.plan, g);
+  go::SimOptions so;
+  so.check_colocation = !o.no_colocation;
+  go::Simulator sim(g, cluster, so);
+  go::SimWorkspace ws = sim.make_workspace();
+  ws.set_record_memory(!o.trace.empty());
+  sim.simulate(plan, ws);  // first run: warms the workspace, records the trace
+  if (!o.trace.empty()) go::write_chrome_trace(o.trace, sim, plan, ws);
+  double seconds = 0;
+  if (o.repeat_given) {
+    ws.set_record_memory(false);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < o.repeat; ++k) sim.simulate(plan, ws);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const go::SimResult& r = ws.result();
+  const std::string reason = printable(go::sim_reason(r, g, cluster));
+  const auto nd = static_cast<std::size_t>(cluster.num_devices());
+  if (o.json) {
+    nlohmann::json j;
+    j["graph"] = o.graph;
+    j["cluster"] = cluster.name;
+    j["plan"] = o.plan.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.plan);
+    j["training"] = g.info().training;
+    j["num_ops"] = g.num_ops();
+    j["devices"] = nlohmann::json::array();
+    for (const auto& d : cluster.devices) j["devices"].push_back(d.name);
+    j["step_time_ms"] = std::isfinite(r.step_time) ? nlohmann::json(r.step_time * 1e3) : nlohmann::json(nullptr);
+    j["valid"] = r.valid;
+    j["status"] = std::string(go::sim_status_name(r.status));
+    if (!r.valid) j["reason"] = reason;
+    j["peak_memory_bytes"] = r.peak_memory;
+    j["resident_memory_bytes"] = r.resident_memory;
+    std::vector<double> busy_ms;
+    for (double b : r.busy_time) busy_ms.push_back(b * 1e3);
+    j["busy_time_ms"] = busy_ms;
+    j["transfer_bytes"] = r.transfer_bytes;
+    j["transfers"] = r.transfers;
+    j["kernel_launches"] = r.kernel_launches;
+    j["units"] = r.units;
+    j["memory_traffic_bytes"] = r.memory_traffic;
+    if (o.repeat_given) {
+      j["repeat"] = o.repeat;
+      j["sims_per_second"] = seconds > 0 ? nlohmann::json(static_cast<double>(o.repeat) / seconds) : nlohmann::json(nullptr);
+    }
+    if (!o.trace.empty()) j["trace"] = o.trace;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("graph        %s (%d ops%s)\n", printable(o.graph).c_str(), g.num_ops(), g.info().training ? ", training" : "");
+  std::printf("cluster      %s: %zu devices, %s channels\n", printable(cluster.name).c_str(), nd,
+              std::string(go::channel_model_name(cluster.channels)).c_str());
+  if (o.plan.empty())
+    std::printf("plan         default: every op on %s, first ready first run, no fusion\n", cluster.devices[0].name.c_str());
+  else
+    std::printf("plan         %s%s%s\n", printable(o.plan).c_str(), plan.has_priority() ? ", priorities" : "",
+                plan.has_fusion() ? ", fusion" : "");
+  if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
+  else std::printf("step time    -\n");
+  std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + reason).c_str());
+  if (r.status == go::SimStatus::ok || r.status == go::SimStatus::out_of_memory) {
+    std::printf("%-12s %10s %6s %12s %12s %12s\n", "device", "busy ms", "util", "peak mem", "params", "capacity");
+    for (std::size_t d = 0; d < nd; ++d) {
+      const double util = r.step_time > 0 ? r.busy_time[d] / r.step_time * 100 : 0;
+      std::printf("%-12s %10.3f %5.1f%% %12s %12s %12s\n", printable(cluster.devices[d].name).c_str(), r.busy_time[d] * 1e3,
+                  util, human_bytes(static_cast<double>(r.peak_memory[d])).c_str(),
+                  human_bytes(static_cast<double>(r.resident_memory[d])).c_str(),
+                  human_bytes(static_cast<double>(cluster.devices[d].spec.memory_bytes)).c_str());
+    }
+    std::printf("transfers    %lld (%s)\n", static_cast<long long>(r.transfers),
+                human_bytes(static_cast<double>(r.transfer_bytes)).c_str());
+    std::printf("kernels      %lld launches in %lld units, %s of device memory traffic\n",
+                static_cast<long long>(r.kernel_launches), static_cast<long long>(r.units), human_bytes(r.memory_traffic).c_str());
+  }
+  if (!o.trace.empty()) std::printf("trace        %s\n", printable(o.trace).c_str());
+  if (o.repeat_given)
+    std::printf("speed        %d simulations in %.3f s: %.1f sims/s (%.3f ms each)\n", o.repeat, seconds,
+                seconds > 0 ? o.repeat / seconds : 0.0, seconds / o.repeat * 1e3);
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto opts = std::make_shared<SimulateOptions>();
+  std::string presets;
+  for (const auto& p : go::cluster_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity");
+  cmd->add_option("graph", opts->graph,
+                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
+      ->required();
+  cmd->add_option("--cluster", opts->cluster,
+                  "cluster preset (" + presets + ", or any <v100|p100|k80|a100|h100>x<count>) or go-cluster JSON file")
+      ->required();
+  cmd->add_option("--plan", opts->plan,
+                  "plan file: go-plan JSON (device, priority, fusion per op) or a dnn-partitioning human-expert split; "
+                  "default: every op on device 0, first-ready scheduling, no fusion");
+  cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
+  cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step");
+  cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second");
+  cmd->add_flag("--json", opts->json, "print JSON instead of text");
+  cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
+  cmd->callback([opts, cmd]() {
+    opts->repeat_given = cmd->count("--repeat") > 0;
+    try {
+      run_simulate(*opts);
+    } catch (const go::Error& e) {
+      std::fprintf(stderr, "gopt simulate: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "gopt simulate: out of host memory\n");
+      throw CLI::RuntimeError(1);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "gopt simulate: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace gopt

@@ -1,0 +1,455 @@
+#pragma once
+// Cluster: the simulated machine. Devices (peak FLOP/s, memory bandwidth, memory capacity, launch
+// overhead: a go::DeviceSpec each, with a name) and the links between them (bandwidth and latency
+// per ordered device pair, as matrices), plus how transfers share the devices' copy channels.
+//
+// JSON ("go-cluster", version 1; `//` comments allowed):
+//   {
+//     "format": "go-cluster", "version": 1, "name": "my-box",
+//     "devices": { "count": 4, "type": "v100", "memory_bytes": 17179869184 },   // n identical devices
+//       or      [ { "name": "gpu0", "type": "v100" }, { "name": "gpu1", "type": "p100", "peak_flops": 9e12 } ],
+//     //  device fields: type (a DeviceSpec preset: v100 p100 k80 a100 h100, default v100), peak_flops,
+//     //  mem_bandwidth (bytes/s), memory_bytes, launch_overhead (s), bandwidth_efficiency,
+//     //  compute_efficiency ({"conv": 0.6, ...} per op kind); every field overrides the preset.
+//     "channels": "duplex",      // duplex | shared | sender (see ChannelModel)
+//     "links": { "bandwidth": 25e9, "latency": 2e-5 }                      // every pair alike
+//       or     { "bandwidth": [[...n...], ...], "latency": [[...]] }        // matrices (diagonal unused);
+//                                                                          // either may be a number
+//       or     { "topology": "groups", "group_size": 2,                     // e.g. NVLink inside pairs,
+//                "intra": { "bandwidth": 25e9, "latency": 1e-5 },           // PCIe across them
+//                "inter": { "bandwidth": 10e9, "latency": 2e-5 } }
+//   }
+// cluster_to_json writes the device list and full matrices, so any cluster round-trips.
+//
+// Presets (cluster_preset): "<device>x<count>" for the DeviceSpec presets, with the interconnect of
+// the machines they came in:
+//   v100xN  NVLink 2 (DGX-1): 25 GB/s per direction, 20 us; for N = 8 the hybrid cube-mesh: GPUs of
+//           one quad (0-3, 4-7) and pairs (i, i+4) are NVLink-connected, the other pairs go through
+//           PCIe + the CPU interconnect at 10 GB/s, 30 us. 16 GB each.
+//   p100xN  PCIe 3 x16 through the host: 10 GB/s, 20 us. 16 GB each.
+//   k80xN   Placeto's simulator setting: 7.6 GB/s, 25 us per transfer, 5.7 us after each kernel
+//           (the K80 DeviceSpec's launch overhead). 12 GB per GK210 die.
+//   a100xN  NVSwitch, NVLink 3: 300 GB/s per direction, 10 us. 40 GB each.
+//   h100xN  NVSwitch, NVLink 4: 450 GB/s per direction, 10 us. 80 GB each.
+// The latencies are per transfer as a framework sees it (copy launch + synchronisation), not the
+// wire latency; tune them in a JSON cluster for another framework.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/graph/cost.hpp"
+#include "go/graph/op_kind.hpp"
+
+namespace go {
+
+// How transfers occupy the devices' copy channels. Every transfer is serialized on the channels it
+// holds, in the order it was requested, for latency + bytes / bandwidth.
+enum class ChannelModel : std::uint8_t {
+  duplex,  // the sender's send channel and the receiver's receive channel (full-duplex links: NVLink, PCIe)
+  shared,  // one channel per device shared by its sends and receives (Baechi's virtual scheduler)
+  sender,  // only the sender's channel (Placeto's per-sender transfer queue)
+};
+
+inline constexpr std::string_view channel_model_name(ChannelModel m) {
+  switch (m) {
+    case ChannelModel::duplex: return "duplex";
+    case ChannelModel::shared: return "shared";
+    case ChannelModel::sender: return "sender";
+  }
+  return "duplex";
+}
+
+struct ClusterDevice {
+  std::string name;   // "gpu0"
+  DeviceSpec spec;    // spec.name is the device type ("v100")
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<ClusterDevice> devices;
+  std::vector<double> bandwidth;  // bytes/s, [src * n + dst]; the diagonal is unused
+  std::vector<double> latency;    // seconds, [src * n + dst]
+  ChannelModel channels = ChannelModel::duplex;
+
+  std::int32_t num_devices() const { return static_cast<std::int32_t>(devices.size()); }
+  const DeviceSpec& spec(std::int32_t d) const { return devices[static_cast<std::size_t>(d)].spec; }
+  double link_bandwidth(std::int32_t src, std::int32_t dst) const { return bandwidth[index(src, dst)]; }
+  double link_latency(std::int32_t src, std::int32_t dst) const { return latency[index(src, dst)]; }
+  // Seconds to move `bytes` from src to dst on an idle link (0 on the same device).
+  double transfer_time(std::int32_t src, std::int32_t dst, double bytes) const {
+    if (src == dst) return 0.0;
+    return link_latency(src, dst) + bytes / link_bandwidth(src, dst);
+  }
+
+  // Throws go::Error naming the problem (prefixed with `where`, e.g. the file).
+  void validate(const std::string& where = "cluster: ") const;
+
+  // n identical devices, every pair linked alike.
+  static Cluster uniform(std::string name, const DeviceSpec& spec, std::int32_t n, double bandwidth, double latency);
+  // n identical devices in groups of `group_size` (devices [0, g), [g, 2g), ...): intra-group links
+  // and inter-group links.
+  static Cluster grouped(std::string name, const DeviceSpec& spec, std::int32_t n, std::int32_t group_size,
+                         double intra_bandwidth, double intra_latency, double inter_bandwidth, double inter_latency);
+
+ private:
+  std::size_t index(std::int32_t s, std::int32_t d) const {
+    return static_cast<std::size_t>(s) * devices.size() + static_cast<std::size_t>(d);
+  }
+};
+
+namespace detail {
+
+inline void sim_name_devices(Cluster& c, const DeviceSpec& spec, std::int32_t n) {
+  c.devices.clear();
+  for (std::int32_t i = 0; i < n; ++i) c.devices.push_back(ClusterDevice{"gpu" + std::to_string(i), spec});
+}
+
+inline bool sim_finite_positive(double x) { return std::isfinite(x) && x > 0; }
+
+}  // namespace detail
+
+inline void Cluster::validate(const std::string& where) const {
+  const auto n = devices.size();
+  GO_CHECK(n > 0, where, "cluster '", name, "' has no devices");
+  GO_CHECK(n <= 4096, where, "cluster '", name, "' has ", n, " devices (at most 4096)");
+  GO_CHECK(bandwidth.size() == n * n && latency.size() == n * n, where, "cluster '", name, "' has ",
+           bandwidth.size(), " bandwidth and ", latency.size(), " latency entries for ", n, " devices (need ",
+           n * n, ")");
+  for (std::size_t i = 0; i < n; ++i) {
+    const DeviceSpec& s = devices[i].spec;
+    const std::string dev = "device " + std::to_string(i) + " ('" + devices[i].name + "')";
+    GO_CHECK(detail::sim_finite_positive(s.peak_flops), where, dev, " has invalid peak_flops ", s.peak_flops);
+    GO_CHECK(detail::sim_finite_positive(s.mem_bandwidth), where, dev, " has invalid mem_bandwidth ", s.mem_bandwidth);
+    GO_CHECK(std::isfinite(s.launch_overhead) && s.launch_overhead >= 0, where, dev, " has invalid launch_overhead ",
+             s.launch_overhead);
+    GO_CHECK(s.memory_bytes > 0, where, dev, " has invalid memory_bytes ", s.memory_bytes);
+    GO_CHECK(detail::sim_finite_positive(s.bandwidth_efficiency) && s.bandwidth_efficiency <= 1, where, dev,
+             " has invalid bandwidth_efficiency ", s.bandwidth_efficiency, " (need 0 < e <= 1)");
+    for (std::size_t k = 0; k < kNumOpKinds; ++k)
+      GO_CHECK(detail::sim_finite_positive(s.compute_efficiency[k]) && s.compute_efficiency[k] <= 1, where, dev,
+               " has invalid compute_efficiency ", s.compute_efficiency[k], " for ", kOpKindNames[k]);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const double bw = bandwidth[i * n + j], lat = latency[i * n + j];
+      GO_CHECK(detail::sim_finite_positive(bw), where, "link ", i, " -> ", j, " has invalid bandwidth ", bw);
+      GO_CHECK(std::isfinite(lat) && lat >= 0, where, "link ", i, " -> ", j, " has invalid latency ", lat);
+    }
+  }
+}
+
+inline Cluster Cluster::uniform(std::string name, const DeviceSpec& spec, std::int32_t n, double bw, double lat) {
+  GO_CHECK(n > 0, "cluster '", name, "': need at least one device, got ", n);
+  Cluster c;
+  c.name = std::move(name);
+  detail::sim_name_devices(c, spec, n);
+  const auto nn = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  c.bandwidth.assign(nn, bw);
+  c.latency.assign(nn, lat);
+  for (std::int32_t i = 0; i < n; ++i) {  // the diagonal is never used; keep it canonical
+    c.bandwidth[c.index(i, i)] = std::numeric_limits<double>::infinity();
+    c.latency[c.index(i, i)] = 0.0;
+  }
+  return c;
+}
+
+inline Cluster Cluster::grouped(std::string name, const DeviceSpec& spec, std::int32_t n, std::int32_t group_size,
+                                double intra_bw, double intra_lat, double inter_bw, double inter_lat) {
+  GO_CHECK(group_size > 0, "cluster '", name, "': group_size must be positive, got ", group_size);
+  Cluster c = uniform(std::move(name), spec, n, inter_bw, inter_lat);
+  for (std::int32_t i = 0; i < n; ++i)
+    for (std::int32_t j = 0; j < n; ++j)
+      if (i != j && i / group_size == j / group_size) {
+        c.bandwidth[c.index(i, j)] = intra_bw;
+        c.latency[c.index(i, j)] = intra_lat;
+      }
+  return c;
+}
+
+// "<device>x<count>" (see the top of this file). Throws go::Error for an unknown name.
+inline Cluster cluster_preset(std::string_view name) {
+  const auto x = name.rfind('x');
+  std::string_view type = x == std::string_view::npos ? name : name.substr(0, x);
+  std::string_view count_s = x == std::string_view::npos ? std::string_view() : name.substr(x + 1);
+  std::int32_t count = 0;
+  bool ok = !count_s.empty() && count_s.size() <= 4;
+  for (char ch : count_s) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) ok = false;
+    else count = count * 10 + (ch - '0');
+  }
+  ok = ok && count >= 1 && count <= 1024;
+  ok = ok && (type == "v100" || type == "p100" || type == "k80" || type == "a100" || type == "h100");
+  GO_CHECK(ok, "unknown cluster preset '", name,
+           "' (known: v100x2, v100x4, v100x8, p100x4, k80x2, h100x8, or any <v100|p100|k80|a100|h100>x<count>)");
+  const DeviceSpec spec = DeviceSpec::preset(type);
+  const std::string n(name);
+  Cluster c;
+  if (type == "v100") {
+    if (count == 8) {
+      // DGX-1 hybrid cube-mesh: NVLink inside each quad and between GPU i and i + 4.
+      c = Cluster::grouped(n, spec, count, 4, 25e9, 20e-6, 10e9, 30e-6);
+      for (std::int32_t i = 0; i < 4; ++i)
+        for (auto [s, d] : {std::pair{i, i + 4}, std::pair{i + 4, i}}) {
+          c.bandwidth[static_cast<std::size_t>(s * 8 + d)] = 25e9;
+          c.latency[static_cast<std::size_t>(s * 8 + d)] = 20e-6;
+        }
+    } else if (count < 8) {
+      c = Cluster::uniform(n, spec, count, 25e9, 20e-6);
+    } else {
+      // Several DGX-1 style boxes of 8: NVLink inside, 10 GB/s across.
+      c = Cluster::grouped(n, spec, count, 8, 25e9, 20e-6, 10e9, 30e-6);
+    }
+  } else if (type == "p100") {
+    c = Cluster::uniform(n, spec, count, 10e9, 20e-6);
+  } else if (type == "k80") {
+    c = Cluster::uniform(n, spec, count, 7.6e9, 25e-6);
+  } else if (type == "a100") {
+    c = Cluster::uniform(n, spec, count, 300e9, 10e-6);
+  } else {
+    c = Cluster::uniform(n, spec, count, 450e9, 10e-6);
+  }
+  return c;
+}
+
+inline std::vector<std::string> cluster_preset_names() {
+  return {"v100x1", "v100x2", "v100x4", "v100x8", "p100x4", "k80x2", "a100x8", "h100x8"};
+}
+
+namespace detail {
+
+struct SimJson {
+  std::string at;  // "<source>: "
+
+  [[noreturn]] void fail(const std::string& ctx, const std::string& what) const { GO_FAIL(at, ctx, what); }
+
+  double number(const nlohmann::json& j, const std::string& ctx) const {
+    if (!j.is_number()) fail(ctx, "must be a number");
+    const double v = j.get<double>();
+    if (!std::isfinite(v)) fail(ctx, "must be finite");
+    return v;
+  }
+  double number(const nlohmann::json& obj, const char* key, const std::string& ctx, double def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    return number(*it, ctx + "\"" + key + "\" ");
+  }
+  std::int64_t integer(const nlohmann::json& j, const std::string& ctx) const {
+    if (j.is_number_integer()) return j.get<std::int64_t>();
+    if (j.is_number_float()) {
+      const double v = j.get<double>();
+      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e18) return static_cast<std::int64_t>(v);
+    }
+    fail(ctx, "must be an integer");
+  }
+  std::int64_t integer(const nlohmann::json& obj, const char* key, const std::string& ctx, std::int64_t def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    return integer(*it, ctx + "\"" + key + "\" ");
+  }
+  std::string string(const nlohmann::json& obj, const char* key, const std::string& ctx, std::string def) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return def;
+    if (!it->is_string()) fail(ctx, std::string("\"") + key + "\" must be a string");
+    return it->get<std::string>();
+  }
+};
+
+inline nlohmann::json sim_parse_json(std::string_view text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), nullptr, true, /*ignore_comments=*/true);
+  } catch (const nlohmann::json::exception& e) {
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    GO_FAIL(source, ": invalid JSON: ", msg);
+  }
+}
+
+inline DeviceSpec sim_device_from_json(const nlohmann::json& j, const SimJson& r, const std::string& ctx) {
+  if (!j.is_object()) r.fail(ctx, "must be an object");
+  const std::string type = r.string(j, "type", ctx, "v100");
+  DeviceSpec s;
+  try {
+    s = DeviceSpec::preset(type);
+  } catch (const Error& e) {
+    r.fail(ctx, e.what());
+  }
+  s.peak_flops = r.number(j, "peak_flops", ctx, s.peak_flops);
+  s.mem_bandwidth = r.number(j, "mem_bandwidth", ctx, s.mem_bandwidth);
+  s.launch_overhead = r.number(j, "launch_overhead", ctx, s.launch_overhead);
+  s.memory_bytes = r.integer(j, "memory_bytes", ctx, s.memory_bytes);
+  s.bandwidth_efficiency = r.number(j, "bandwidth_efficiency", ctx, s.bandwidth_efficiency);
+  auto ce = j.find("compute_efficiency");
+  if (ce != j.end() && !ce->is_null()) {
+    if (!ce->is_object()) r.fail(ctx, "\"compute_efficiency\" must be an object of op kind -> fraction");
+    for (auto it = ce->begin(); it != ce->end(); ++it) {
+      auto k = parse_op_kind(it.key());
+      if (!k) r.fail(ctx, "\"compute_efficiency\" names unknown op kind '" + it.key() + "'");
+      s.compute_efficiency[op_kind_index(*k)] = r.number(it.value(), ctx + "\"compute_efficiency\"." + it.key() + " ");
+    }
+  }
+  return s;
+}
+
+// A link parameter: a number (every pair) or an n x n matrix.
+inline void sim_link_values(const nlohmann::json& j, std::size_t n, std::vector<double>& out, const SimJson& r,
+                            const std::string& ctx) {
+  out.assign(n * n, 0.0);
+  if (j.is_number()) {
+    out.assign(n * n, r.number(j, ctx));
+    return;
+  }
+  if (!j.is_array() || j.size() != n) r.fail(ctx, "must be a number or a " + std::to_string(n) + " x " + std::to_string(n) + " matrix");
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& row = j[i];
+    if (!row.is_array() || row.size() != n)
+      r.fail(ctx, "row " + std::to_string(i) + " must have " + std::to_string(n) + " entries");
+    for (std::size_t k = 0; k < n; ++k) {
+      if (i == k && row[k].is_null()) continue;
+      out[i * n + k] = r.number(row[k], ctx + "[" + std::to_string(i) + "][" + std::to_string(k) + "] ");
+    }
+  }
+}
+
+}  // namespace detail
+
+inline Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
+  detail::SimJson r{source + ": "};
+  if (!j.is_object()) r.fail("", "a cluster must be a JSON object");
+  const std::string fmt = r.string(j, "format", "", "go-cluster");
+  if (fmt != "go-cluster") r.fail("", "\"format\" is '" + fmt + "', expected 'go-cluster'");
+  const std::int64_t version = r.integer(j, "version", "", 1);
+  if (version != 1) r.fail("", "unsupported cluster version " + std::to_string(version));
+  Cluster c;
+  c.name = r.string(j, "name", "", std::filesystem::path(source).stem().string());
+  auto dit = j.find("devices");
+  if (dit == j.end()) r.fail("", "missing \"devices\"");
+  if (dit->is_object()) {
+    const std::int64_t count = r.integer(*dit, "count", "devices: ", 0);
+    if (count < 1 || count > 4096) r.fail("devices: ", "\"count\" must be in [1, 4096], got " + std::to_string(count));
+    const DeviceSpec s = detail::sim_device_from_json(*dit, r, "devices: ");
+    detail::sim_name_devices(c, s, static_cast<std::int32_t>(count));
+  } else if (dit->is_array()) {
+    if (dit->empty()) r.fail("", "\"devices\" is empty");
+    if (dit->size() > 4096) r.fail("", "more than 4096 devices");
+    for (std::size_t i = 0; i < dit->size(); ++i) {
+      const std::string ctx = "device " + std::to_string(i) + ": ";
+      ClusterDevice d;
+      d.spec = detail::sim_device_from_json((*dit)[i], r, ctx);
+      d.name = r.string((*dit)[i], "name", ctx, "gpu" + std::to_string(i));
+      c.devices.push_back(std::move(d));
+    }
+  } else {
+    r.fail("", "\"devices\" must be an object {\"count\", \"type\", ...} or an array of devices");
+  }
+  const std::size_t n = c.devices.size();
+  const std::string ch = r.string(j, "channels", "", "duplex");
+  if (ch == "duplex") c.channels = ChannelModel::duplex;
+  else if (ch == "shared") c.channels = ChannelModel::shared;
+  else if (ch == "sender") c.channels = ChannelModel::sender;
+  else r.fail("", "\"channels\" is '" + ch + "', expected duplex, shared or sender");
+  auto lit = j.find("links");
+  if (lit == j.end() || !lit->is_object()) r.fail("", "missing \"links\" object");
+  const nlohmann::json& L = *lit;
+  const std::string topo = r.string(L, "topology", "links: ", "");
+  if (topo.empty()) {
+    auto bw = L.find("bandwidth"), lat = L.find("latency");
+    if (bw == L.end()) r.fail("links: ", "missing \"bandwidth\"");
+    detail::sim_link_values(*bw, n, c.bandwidth, r, "links: \"bandwidth\" ");
+    if (lat == L.end()) c.latency.assign(n * n, 0.0);
+    else detail::sim_link_values(*lat, n, c.latency, r, "links: \"latency\" ");
+  } else if (topo == "groups") {
+    const std::int64_t gs = r.integer(L, "group_size", "links: ", 0);
+    if (gs < 1) r.fail("links: ", "\"group_size\" must be positive");
+    auto intra = L.find("intra"), inter = L.find("inter");
+    if (intra == L.end() || !intra->is_object() || inter == L.end() || !inter->is_object())
+      r.fail("links: ", "topology 'groups' needs \"intra\" and \"inter\" objects with bandwidth and latency");
+    const double ib = r.number(*intra, "bandwidth", "links: intra: ", 0), il = r.number(*intra, "latency", "links: intra: ", 0);
+    const double xb = r.number(*inter, "bandwidth", "links: inter: ", 0), xl = r.number(*inter, "latency", "links: inter: ", 0);
+    Cluster g = Cluster::grouped(c.name, c.devices[0].spec, static_cast<std::int32_t>(n), static_cast<std::int32_t>(gs),
+                                 ib, il, xb, xl);
+    c.bandwidth = std::move(g.bandwidth);
+    c.latency = std::move(g.latency);
+  } else {
+    r.fail("links: ", "unknown \"topology\" '" + topo + "' (expected 'groups', or give bandwidth/latency)");
+  }
+  for (std::size_t i = 0; i < n; ++i) {  // diagonal: never used, keep it valid
+    c.bandwidth[i * n + i] = std::numeric_limits<double>::infinity();
+    c.latency[i * n + i] = 0.0;
+  }
+  c.validate(r.at);
+  return c;
+}
+
+inline nlohmann::json cluster_to_json(const Cluster& c) {
+  using nlohmann::json;
+  json j;
+  j["format"] = "go-cluster";
+  j["version"] = 1;
+  j["name"] = c.name;
+  j["channels"] = std::string(channel_model_name(c.channels));
+  json devs = json::array();
+  for (const ClusterDevice& d : c.devices) {
+    json jd;
+    jd["name"] = d.name;
+    jd["type"] = d.spec.name;
+    jd["peak_flops"] = d.spec.peak_flops;
+    jd["mem_bandwidth"] = d.spec.mem_bandwidth;
+    jd["memory_bytes"] = d.spec.memory_bytes;
+    jd["launch_overhead"] = d.spec.launch_overhead;
+    jd["bandwidth_efficiency"] = d.spec.bandwidth_efficiency;
+    json ce = json::object();
+    for (std::size_t k = 0; k < kNumOpKinds; ++k) ce[std::string(kOpKindNames[k])] = d.spec.compute_efficiency[k];
+    jd["compute_efficiency"] = std::move(ce);
+    devs.push_back(std::move(jd));
+  }
+  j["devices"] = std::move(devs);
+  const std::size_t n = c.devices.size();
+  json bw = json::array(), lat = json::array();
+  for (std::size_t i = 0; i < n; ++i) {
+    json rb = json::array(), rl = json::array();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (i == k) {
+        rb.push_back(nullptr);
+        rl.push_back(nullptr);
+      } else {
+        rb.push_back(c.bandwidth[i * n + k]);
+        rl.push_back(c.latency[i * n + k]);
+      }
+    }
+    bw.push_back(std::move(rb));
+    lat.push_back(std::move(rl));
+  }
+  j["links"] = {{"bandwidth", std::move(bw)}, {"latency", std::move(lat)}};
+  return j;
+}
+
+inline Cluster parse_cluster(std::string_view text, const std::string& source) {
+  return cluster_from_json(detail::sim_parse_json(text, source), source);
+}
+
+// A preset name ("v100x4") or a go-cluster JSON file.
+inline Cluster load_cluster(const std::string& preset_or_path) {
+  std::error_code ec;
+  const bool is_file = preset_or_path.find('/') != std::string::npos ||
+                       (preset_or_path.size() > 5 && preset_or_path.substr(preset_or_path.size() - 5) == ".json") ||
+                       std::filesystem::exists(preset_or_path, ec);
+  if (!is_file) return cluster_preset(preset_or_path);
+  return parse_cluster(read_file(preset_or_path), preset_or_path);
+}
+
+inline void save_cluster(const Cluster& c, const std::string& path) {
+  write_file_atomic(path, cluster_to_json(c).dump(1) + "\n");
+}
+
+}  // namespace go

@@ -1,0 +1,325 @@
+#pragma once
+// Plan: what an optimizer decides for every op of a graph, as flat per-OpId vectors so a policy's
+// outputs fill it without conversion:
+//   device[i]   int32, the device index in the cluster (empty vector: every op on device 0);
+//   priority[i] float, scheduling priority, higher runs first among the ops ready on a device
+//               (empty: first ready, first run, TensorFlow's executor order);
+//   fusion[i]   int32, fusion group id in [0, num_ops), -1 = unfused (empty: no fusion). Ops sharing
+//               an id run as one kernel (see simulator.hpp).
+// A plan is valid for a graph and a cluster when every device is in range, every fusion group sits
+// on one device and the fusion groups leave the graph acyclic (each group convex: no path leaves a
+// group and re-enters it, and no two groups depend on each other), and, when asked, every
+// colocation group sits on one device. check_plan() says why not; the simulator reports the same
+// problems in its result without throwing.
+//
+// JSON ("go-plan", version 1):
+//   { "format": "go-plan", "version": 1, "graph": "<graph name>", "num_ops": N,
+//     "device": [N ints], "priority": [N numbers] (optional), "fusion": [N ints] (optional) }
+// indexed by OpId (the position of the op in the graph). Two other placements load as plans:
+//   "device_ops": [[source ids on device 0], [source ids on device 1], ...]   (ids as in the graph file)
+//   the human-expert splits of msr-fiddle/dnn-partitioning (real-data/.../human-experts/*.json):
+//     { "fpgas": [{"nodes": [ids]}, ...], "cpus": [{"nodes": []}], "maxLoad": ... }
+//     fpgas[k] becomes device k; node ids are the graph file's node ids (OpGraph source_id); every
+//     op must be listed exactly once, and CPU placements are not modelled (they must be empty).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/graph/graph.hpp"
+#include "go/sim/cluster.hpp"
+
+namespace go {
+
+struct Plan {
+  std::vector<std::int32_t> device;
+  std::vector<float> priority;
+  std::vector<std::int32_t> fusion;
+
+  bool has_priority() const { return !priority.empty(); }
+  bool has_fusion() const { return !fusion.empty(); }
+  std::int32_t device_of(OpId i) const { return device.empty() ? 0 : device[static_cast<std::size_t>(i)]; }
+
+  // Every op on `device`, no priorities, no fusion.
+  static Plan single_device(std::int32_t num_ops, std::int32_t device = 0) {
+    Plan p;
+    p.device.assign(static_cast<std::size_t>(num_ops), device);
+    return p;
+  }
+};
+
+// Throws go::Error when a non-empty vector of the plan does not have one entry per op.
+inline void check_plan_sizes(const Plan& p, std::int32_t num_ops, const std::string& where = "plan: ") {
+  const auto n = static_cast<std::size_t>(num_ops);
+  GO_CHECK(p.device.empty() || p.device.size() == n, where, "plan has ", p.device.size(),
+           " device entries for a graph of ", n, " ops");
+  GO_CHECK(p.priority.empty() || p.priority.size() == n, where, "plan has ", p.priority.size(),
+           " priority entries for a graph of ", n, " ops");
+  GO_CHECK(p.fusion.empty() || p.fusion.size() == n, where, "plan has ", p.fusion.size(),
+           " fusion entries for a graph of ", n, " ops");
+}
+
+// "" when the plan is valid for the graph on `num_devices` devices, else the first problem in one
+// line. Allocates; the simulator performs the same checks without allocating.
+inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_devices, bool check_colocation = true) {
+  check_plan_sizes(p, g.num_ops());
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t d = p.device_of(static_cast<OpId>(i));
+    if (d < 0 || d >= num_devices)
+      return g.label(static_cast<OpId>(i)) + " is placed on device " + std::to_string(d) + " but the cluster has " +
+             std::to_string(num_devices) + " device(s)";
+    if (!p.priority.empty() && !std::isfinite(p.priority[i]))
+      return g.label(static_cast<OpId>(i)) + " has a non-finite priority";
+  }
+  if (check_colocation) {
+    std::unordered_map<std::int32_t, OpId> first;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t c = g.op(static_cast<OpId>(i)).colocation;
+      if (c < 0) continue;
+      auto [it, fresh] = first.emplace(c, static_cast<OpId>(i));
+      if (!fresh && p.device_of(it->second) != p.device_of(static_cast<OpId>(i)))
+        return "colocation group " + std::to_string(c) + " spans devices " + std::to_string(p.device_of(it->second)) +
+               " and " + std::to_string(p.device_of(static_cast<OpId>(i))) + ": " + g.label(it->second) + " and " +
+               g.label(static_cast<OpId>(i));
+    }
+  }
+  if (p.fusion.empty()) return {};
+  // groups: range, one device each
+  std::vector<OpId> leader(n, -1);  // per group id: first member in topological order
+  for (OpId v : g.topo_order()) {
+    const std::int32_t f = p.fusion[static_cast<std::size_t>(v)];
+    if (f < -1 || f >= static_cast<std::int32_t>(n))
+      return g.label(v) + " has fusion group " + std::to_string(f) + " (valid: -1, or 0 to " + std::to_string(n - 1) + ")";
+    if (f < 0) continue;
+    OpId& l = leader[static_cast<std::size_t>(f)];
+    if (l < 0) l = v;
+    else if (p.device_of(l) != p.device_of(v))
+      return "fusion group " + std::to_string(f) + " spans devices " + std::to_string(p.device_of(l)) + " and " +
+             std::to_string(p.device_of(v)) + ": " + g.label(l) + " and " + g.label(v);
+  }
+  // acyclic quotient graph (Kahn over units)
+  auto unit = [&](OpId v) {
+    const std::int32_t f = p.fusion[static_cast<std::size_t>(v)];
+    return f < 0 ? v : leader[static_cast<std::size_t>(f)];
+  };
+  std::vector<std::int32_t> indeg(n, 0);
+  for (std::size_t v = 0; v < n; ++v)
+    for (OpId u : g.pred(static_cast<OpId>(v)))
+      if (unit(u) != unit(static_cast<OpId>(v))) ++indeg[static_cast<std::size_t>(unit(static_cast<OpId>(v)))];
+  std::vector<std::vector<OpId>> members(n);
+  for (OpId v : g.topo_order()) members[static_cast<std::size_t>(unit(v))].push_back(v);
+  std::vector<OpId> queue;
+  std::size_t units = 0;
+  for (std::size_t v = 0; v < n; ++v)
+    if (unit(static_cast<OpId>(v)) == static_cast<OpId>(v)) {
+      ++units;
+      if (indeg[v] == 0) queue.push_back(static_cast<OpId>(v));
+    }
+  for (std::size_t h = 0; h < queue.size(); ++h)
+    for (OpId m : members[static_cast<std::size_t>(queue[h])])
+      for (OpId w : g.succ(m))
+        if (unit(w) != queue[h] && --indeg[static_cast<std::size_t>(unit(w))] == 0) queue.push_back(unit(w));
+  if (queue.size() == units) return {};
+  // Find a cycle among the stuck units: walk to a stuck predecessor unit until one repeats.
+  OpId cur = -1;
+  for (std::size_t v = 0; v < n && cur < 0; ++v)
+    if (unit(static_cast<OpId>(v)) == static_cast<OpId>(v) && indeg[v] > 0) cur = static_cast<OpId>(v);
+  std::vector<std::int32_t> seen(n, -1);
+  std::vector<OpId> path;
+  while (seen[static_cast<std::size_t>(cur)] < 0) {
+    seen[static_cast<std::size_t>(cur)] = static_cast<std::int32_t>(path.size());
+    path.push_back(cur);
+    OpId next = -1;
+    for (OpId m : members[static_cast<std::size_t>(cur)]) {
+      for (OpId u : g.pred(m))
+        if (unit(u) != cur && indeg[static_cast<std::size_t>(unit(u))] > 0) {
+          next = unit(u);
+          break;
+        }
+      if (next >= 0) break;
+    }
+    cur = next;
+  }
+  std::vector<OpId> cyc(path.begin() + seen[static_cast<std::size_t>(cur)], path.end());
+  std::vector<std::int32_t> groups;
+  OpId outside = -1;
+  for (OpId u : cyc) {
+    const std::int32_t f = p.fusion[static_cast<std::size_t>(u)];
+    if (f >= 0 && members[static_cast<std::size_t>(u)].size() > 1) groups.push_back(f);
+    else outside = u;
+  }
+  std::sort(groups.begin(), groups.end());
+  if (groups.size() == 1)
+    return "fusion group " + std::to_string(groups[0]) + " is not convex: a path leaves it and re-enters it through " +
+           g.label(outside);
+  return "fusion groups " + std::to_string(groups[0]) + " and " + std::to_string(groups[1]) +
+         " depend on each other (fusing them would create a cycle)";
+}
+
+// Moves every op of a colocation group to the device of the group's first op (in topological
+// order), so a policy that places ops independently yields a plan that respects colocation.
+inline void colocate(const OpGraph& g, Plan& p) {
+  if (p.device.empty()) return;
+  check_plan_sizes(p, g.num_ops());
+  std::unordered_map<std::int32_t, std::int32_t> dev;
+  for (OpId v : g.topo_order()) {
+    const std::int32_t c = g.op(v).colocation;
+    if (c < 0) continue;
+    auto [it, fresh] = dev.emplace(c, p.device[static_cast<std::size_t>(v)]);
+    if (!fresh) p.device[static_cast<std::size_t>(v)] = it->second;
+  }
+}
+
+inline nlohmann::json plan_to_json(const Plan& p, const OpGraph& g) {
+  check_plan_sizes(p, g.num_ops());
+  nlohmann::json j;
+  j["format"] = "go-plan";
+  j["version"] = 1;
+  j["graph"] = g.info().name.empty() ? g.info().source : g.info().name;
+  j["num_ops"] = g.num_ops();
+  if (p.device.empty()) j["device"] = std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0);
+  else j["device"] = p.device;
+  if (!p.priority.empty()) j["priority"] = p.priority;
+  if (!p.fusion.empty()) j["fusion"] = p.fusion;
+  return j;
+}
+
+namespace detail {
+
+inline std::unordered_map<std::int64_t, OpId> sim_source_ids(const OpGraph& g, const std::string& at) {
+  std::unordered_map<std::int64_t, OpId> m;
+  m.reserve(static_cast<std::size_t>(g.num_ops()) * 2);
+  for (const Op& o : g.ops()) {
+    auto [it, fresh] = m.emplace(o.source_id, o.id);
+    GO_CHECK(fresh, at, "the graph has two ops with source id ", o.source_id, " (", g.label(it->second), " and ",
+             g.label(o.id), "): cannot map a placement by id");
+  }
+  return m;
+}
+
+// Per-device lists of source ids -> Plan::device.
+inline Plan sim_plan_from_lists(const std::vector<std::vector<std::int64_t>>& lists, const OpGraph& g,
+                                const std::string& at, const char* what) {
+  const auto ids = sim_source_ids(g, at);
+  Plan p;
+  p.device.assign(static_cast<std::size_t>(g.num_ops()), -1);
+  for (std::size_t d = 0; d < lists.size(); ++d)
+    for (std::int64_t id : lists[d]) {
+      auto it = ids.find(id);
+      GO_CHECK(it != ids.end(), at, what, " ", d, " lists node id ", id, ", which is not in the graph");
+      std::int32_t& slot = p.device[static_cast<std::size_t>(it->second)];
+      GO_CHECK(slot < 0, at, g.label(it->second), " is listed twice (", what, " ", slot, " and ", d, ")");
+      slot = static_cast<std::int32_t>(d);
+    }
+  for (OpId i = 0; i < g.num_ops(); ++i)
+    GO_CHECK(p.device[static_cast<std::size_t>(i)] >= 0, at, g.label(i), " is not placed on any ", what);
+  return p;
+}
+
+inline std::vector<std::int64_t> sim_id_list(const nlohmann::json& j, const SimJson& r, const std::string& ctx) {
+  if (!j.is_array()) r.fail(ctx, "must be an array of node ids");
+  std::vector<std::int64_t> v;
+  v.reserve(j.size());
+  for (const auto& x : j) v.push_back(r.integer(x, ctx));
+  return v;
+}
+
+}  // namespace detail
+
+// The human-expert split format of msr-fiddle/dnn-partitioning.
+inline Plan plan_from_expert_split(const nlohmann::json& j, const OpGraph& g, const std::string& source) {
+  detail::SimJson r{source + ": "};
+  if (!j.is_object()) r.fail("", "an expert split must be a JSON object");
+  auto f = j.find("fpgas");
+  if (f == j.end() || !f->is_array()) r.fail("", "missing \"fpgas\" array");
+  std::vector<std::vector<std::int64_t>> lists;
+  for (std::size_t d = 0; d < f->size(); ++d) {
+    const std::string ctx = "fpgas[" + std::to_string(d) + "]: ";
+    if (!(*f)[d].is_object()) r.fail(ctx, "must be an object with \"nodes\"");
+    auto nodes = (*f)[d].find("nodes");
+    if (nodes == (*f)[d].end()) r.fail(ctx, "missing \"nodes\"");
+    lists.push_back(detail::sim_id_list(*nodes, r, ctx + "\"nodes\" "));
+  }
+  auto c = j.find("cpus");
+  if (c != j.end() && c->is_array())
+    for (std::size_t k = 0; k < c->size(); ++k) {
+      auto nodes = (*c)[k].find("nodes");
+      if (nodes != (*c)[k].end() && nodes->is_array() && !nodes->empty())
+        r.fail("cpus[" + std::to_string(k) + "]: ", "places " + std::to_string(nodes->size()) +
+                                                    " node(s) on a CPU; CPU placement is not modelled");
+    }
+  return detail::sim_plan_from_lists(lists, g, r.at, "device");
+}
+
+inline Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string& source) {
+  detail::SimJson r{source + ": "};
+  if (!j.is_object()) r.fail("", "a plan must be a JSON object");
+  if (j.contains("fpgas")) return plan_from_expert_split(j, g, source);
+  const std::string fmt = r.string(j, "format", "", "go-plan");
+  if (fmt != "go-plan") r.fail("", "\"format\" is '" + fmt + "', expected 'go-plan'");
+  const std::int64_t version = r.integer(j, "version", "", 1);
+  if (version != 1) r.fail("", "unsupported plan version " + std::to_string(version));
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::int64_t num_ops = r.integer(j, "num_ops", "", static_cast<std::int64_t>(n));
+  if (num_ops != static_cast<std::int64_t>(n))
+    r.fail("", "the plan is for " + std::to_string(num_ops) + " ops but the graph has " + std::to_string(n));
+  Plan p;
+  auto dl = j.find("device_ops");
+  auto dv = j.find("device");
+  if (dl != j.end() && dv != j.end()) r.fail("", "give either \"device\" or \"device_ops\", not both");
+  if (dl != j.end()) {
+    if (!dl->is_array()) r.fail("", "\"device_ops\" must be an array of per-device id lists");
+    std::vector<std::vector<std::int64_t>> lists;
+    for (std::size_t d = 0; d < dl->size(); ++d)
+      lists.push_back(detail::sim_id_list((*dl)[d], r, "device_ops[" + std::to_string(d) + "] "));
+    p.device = detail::sim_plan_from_lists(lists, g, r.at, "device").device;
+  } else if (dv != j.end()) {
+    if (!dv->is_array() || dv->size() != n)
+      r.fail("", "\"device\" must be an array of " + std::to_string(n) + " device indices");
+    p.device.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t d = r.integer((*dv)[i], "device[" + std::to_string(i) + "] ");
+      if (d < 0 || d > 1 << 20) r.fail("", "device[" + std::to_string(i) + "] is " + std::to_string(d));
+      p.device[i] = static_cast<std::int32_t>(d);
+    }
+  }
+  if (auto pr = j.find("priority"); pr != j.end() && !pr->is_null()) {
+    if (!pr->is_array() || pr->size() != n) r.fail("", "\"priority\" must be an array of " + std::to_string(n) + " numbers");
+    p.priority.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      p.priority[i] = static_cast<float>(r.number((*pr)[i], "priority[" + std::to_string(i) + "] "));
+  }
+  if (auto fu = j.find("fusion"); fu != j.end() && !fu->is_null()) {
+    if (!fu->is_array() || fu->size() != n) r.fail("", "\"fusion\" must be an array of " + std::to_string(n) + " group ids");
+    p.fusion.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t f = r.integer((*fu)[i], "fusion[" + std::to_string(i) + "] ");
+      if (f < -1 || f >= static_cast<std::int64_t>(n))
+        r.fail("", "fusion[" + std::to_string(i) + "] is " + std::to_string(f) + " (valid: -1, or 0 to " +
+                       std::to_string(n - 1) + ")");
+      p.fusion[i] = static_cast<std::int32_t>(f);
+    }
+  }
+  return p;
+}
+
+inline Plan parse_plan(std::string_view text, const OpGraph& g, const std::string& source) {
+  return plan_from_json(detail::sim_parse_json(text, source), g, source);
+}
+
+inline Plan load_plan(const std::string& path, const OpGraph& g) { return parse_plan(read_file(path), g, path); }
+
+inline void save_plan(const Plan& p, const OpGraph& g, const std::string& path) {
+  write_file_atomic(path, plan_to_json(p, g).dump() + "\n");
+}
+
+}  // namespace go

@@ -1,0 +1,1151 @@
+#pragma once
+// The simulated multi-GPU execution model: given a graph, a cluster and a plan (device, priority and
+// fusion group per op), the step time, per-device busy time and peak memory, bytes moved and kernel
+// launches of one execution, or why the plan is invalid.
+//
+// Usage (one Simulator per (graph, cluster), one SimWorkspace per thread, reused across calls):
+//   go::Simulator sim(graph, go::cluster_preset("v100x4"));
+//   go::SimWorkspace ws = sim.make_workspace();
+//   const go::SimResult& r = sim.simulate(plan, ws);   // no allocation once ws has warmed up
+//   if (!r.valid) std::puts(go::sim_reason(r, graph, sim.cluster()).c_str());
+// The Simulator only reads the graph (which must outlive it) and is safe to share between threads;
+// the result lives in the workspace until its next simulation.
+//
+// ---- Semantics ----------------------------------------------------------------------------------
+// Units. An unfused op is a unit; the ops of a fusion group form one unit (one kernel). A unit is
+//   ready when every data and control edge entering it from outside has delivered; it then waits in
+//   its device's ready queue.
+// Devices. Each device has one compute stream running one unit at a time, without preemption. When
+//   the stream is idle it takes the ready unit with the highest priority (Plan::priority, larger
+//   first; a group takes the largest priority of its ops); ties, and every choice when the plan has
+//   no priorities, go to the unit that became ready first (first ready, first run). Units ready at
+//   time 0 are queued in topological order.
+// Instants. All events at one instant are applied before any idle device picks its next unit:
+//   first the completions of units (devices in index order), then transfer starts/ends and control
+//   messages in the order they were requested.
+// Op time. Unfused: go::op_time (graph/cost.hpp) on the device's spec: a measured time when the op
+//   has one (taken as is: it already contains its launch), zero for inputs/constants/views, else
+//   launch_overhead + max(FLOPs / (peak * efficiency of its kind), bytes / (bandwidth * efficiency))
+//   with bytes = distinct inputs + outputs + parameters.
+// Fusion. A group runs as one kernel: one launch overhead + max(sum over its roofline ops of
+//   FLOPs / (peak * efficiency), external bytes / (bandwidth * efficiency)) + for each member with a
+//   measured time, that time minus one launch overhead (a measured time cannot be split into compute
+//   and traffic; fusing it saves only its launch). External bytes = distinct tensors read from
+//   outside the group + tensors written that are read outside it or by nobody + parameters; tensors
+//   produced and consumed inside the group never touch device memory. A group of only zero-cost ops
+//   costs nothing and launches nothing.
+// Transfers. When a unit completes on device s, each output tensor is sent once to every other
+//   device that has a consumer of it (tensors in output order, destinations in order of their first
+//   consumer). A transfer takes latency(s, d) + bytes / bandwidth(s, d) and occupies, per
+//   Cluster::channels, the sender's send channel and the receiver's receive channel (duplex), one
+//   channel per device shared by both directions (shared, as Baechi) or the sender's channel only
+//   (sender, as Placeto). It starts when the tensor is produced and the channels it needs are free,
+//   and channels serve transfers in request order (each transfer reserves its channels when it is
+//   requested, so a later transfer never starts before an earlier one on the same channel). The
+//   consumers on d may start once it has arrived. A control edge across devices sends no data: it
+//   arrives after the link latency and holds no channel.
+// Memory. Parameters (Op::param_bytes, including optimizer state) are resident on their op's device
+//   for the whole step. A unit allocates its output tensors and its scratch (temp_bytes; a group:
+//   the largest member's) when it starts and frees the scratch when it completes. A tensor is freed
+//   on its producer's device after its last consumer there has completed and its last outgoing
+//   transfer has ended; a received copy is allocated when its transfer starts and freed after the
+//   last consumer on the receiving device completes; a tensor nobody reads is freed when its
+//   producer completes. Peak memory is the maximum over time of resident + live bytes per device. A
+//   device whose usage exceeds DeviceSpec::memory_bytes makes the plan invalid (out of memory); the
+//   simulation still runs to the end (SimOptions::stop_on_oom stops it there) so the step time and
+//   the peaks are reported for penalties.
+// Validity. A device index out of range, a non-finite priority, a fusion id out of range, a fusion
+//   group spanning devices, a colocation group (Op::colocation) spanning devices (when
+//   SimOptions::check_colocation), or fusion groups that make the unit graph cyclic (a non-convex
+//   group, or two groups depending on each other) make the plan invalid with step_time = +inf and
+//   the offending ops/groups recorded; sim_reason() words it the same way as check_plan().
+// Step time is the time the last unit or transfer completes.
+//
+// ---- Where this differs from the anchors ---------------------------------------------------------
+// Baechi (virtual_scheduler.py): same per-device compute queue and each-tensor-once-per-device rule;
+//   Baechi has one channel per device for sends and receives (ChannelModel::shared here, default
+//   duplex), costs transfers a*bytes + b from a profile (here latency + bytes / link bandwidth per
+//   pair), and picks ready ops by its own order (ETF/SCT priorities: give them as Plan::priority).
+//   Baechi counts temporary memory for the whole step; here scratch lives only while the op runs.
+// Placeto (tf_sim.py): one op at a time per device in ready order, a per-sender transfer queue
+//   (ChannelModel::sender), transfer = bytes / 7.6 GB/s + 25 us and a 5.7 us gap after each op (the
+//   k80xN preset: as link latency/bandwidth and as the launch overhead of roofline ops; measured
+//   times get no extra gap). Placeto adds a memory penalty to the runtime; here out-of-memory is a
+//   separate verdict (valid = false) with the peaks, and the caller chooses the penalty.
+// Neither anchor models fusion; TensorFlow's XLA-style clusters are the model here.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "go/core/error.hpp"
+#include "go/graph/cost.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/op_kind.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+
+namespace go {
+
+struct SimOptions {
+  bool check_colocation = true;  // a colocation group spanning devices makes the plan invalid
+  bool stop_on_oom = false;      // stop at the first out-of-memory instead of finishing the step
+};
+
+enum class SimStatus : std::uint8_t {
+  ok,
+  bad_device,            // problem_op placed on problem_device, outside the cluster
+  bad_priority,          // problem_op has a non-finite priority
+  bad_fusion_id,         // problem_op has fusion id problem_group, outside [-1, num_ops)
+  fusion_spans_devices,  // problem_group holds problem_op (problem_device) and problem_op2 (problem_device2)
+  fusion_not_convex,     // a path leaves problem_group and re-enters it through problem_op
+  fusion_cycle,          // problem_group and problem_group2 depend on each other
+  colocation_split,      // colocation group problem_group holds problem_op and problem_op2 on two devices
+  out_of_memory,         // problem_device needed problem_bytes at problem_time (while running problem_op)
+};
+
+inline constexpr std::string_view sim_status_name(SimStatus s) {
+  constexpr std::string_view names[] = {"ok",           "bad_device",        "bad_priority",
+                                        "bad_fusion_id", "fusion_spans_devices", "fusion_not_convex",
+                                        "fusion_cycle", "colocation_split",  "out_of_memory"};
+  return names[static_cast<std::size_t>(s)];
+}
+
+struct SimResult {
+  bool valid = true;
+  SimStatus status = SimStatus::ok;
+  double step_time = 0;                        // seconds (+inf when the plan cannot run at all)
+  std::vector<double> busy_time;               // seconds each device computed
+  std::vector<std::int64_t> peak_memory;       // bytes per device (resident + live activations)
+  std::vector<std::int64_t> resident_memory;   // bytes of parameters per device
+  std::int64_t transfer_bytes = 0;             // bytes moved between devices
+  std::int64_t transfers = 0;                  // number of tensor transfers
+  std::int64_t kernel_launches = 0;            // units that launched a kernel
+  std::int64_t units = 0;                      // units run (ops, with a fusion group counted once)
+  double memory_traffic = 0;                   // bytes kernels read and wrote in device memory
+  // What went wrong (see SimStatus), for sim_reason().
+  OpId problem_op = -1, problem_op2 = -1;
+  std::int32_t problem_group = -1, problem_group2 = -1;
+  std::int32_t problem_device = -1, problem_device2 = -1;
+  std::int64_t problem_bytes = 0;
+  double problem_time = 0;
+};
+
+// One transfer of the last simulation.
+struct TransferRecord {
+  TensorId tensor = -1;
+  std::int32_t src = 0, dst = 0;
+  double start = 0, end = 0;  // seconds
+  std::int64_t bytes = 0;
+  OpId producer = -1;
+  std::int32_t refs = 0;      // (internal) consumers on dst still to complete
+  std::int32_t edge_begin = 0, edge_end = 0;  // (internal) the producer's out-edges of this tensor
+  std::uint32_t seq = 0;      // (internal) request order of its end event (its start event: seq - 1)
+  bool started = false;       // (internal) its start has been applied
+};
+
+// Device memory after a change (recorded when SimWorkspace::set_record_memory(true)).
+struct MemoryEvent {
+  double time = 0;
+  std::int32_t device = 0;
+  std::int64_t usage = 0;
+};
+
+class Simulator;
+
+// Per-thread scratch of a Simulator, reused across simulations: after the first call with a plan
+// of a given shape, simulate() allocates nothing.
+class SimWorkspace {
+ public:
+  SimWorkspace() = default;
+
+  const SimResult& result() const { return result_; }
+  // The unit (first op of its fusion group in topological order, or the op itself) that ran `op`.
+  OpId unit_of(OpId op) const { return fused_ ? leader_[static_cast<std::size_t>(op)] : op; }
+  // Start and completion of an op's unit in the last simulation (-1 when it did not run).
+  double start_time(OpId op) const { return start_[static_cast<std::size_t>(unit_of(op))]; }
+  double finish_time(OpId op) const { return finish_[static_cast<std::size_t>(unit_of(op))]; }
+  std::span<const TransferRecord> transfers() const { return xfers_; }
+  // Off by default; when on, every memory change is appended (this allocates).
+  void set_record_memory(bool on) { record_memory_ = on; }
+  std::span<const MemoryEvent> memory_events() const { return mem_events_; }
+
+ private:
+  friend class Simulator;
+  struct Event {
+    double time;
+    std::uint32_t seq;
+    std::int32_t code;  // the unit a control message is for
+  };
+  struct QItem {
+    float prio;
+    std::uint32_t seq;
+    std::int32_t unit;
+  };
+  struct DevEv {  // a running unit's completion
+    double time;
+    std::int32_t device;
+  };
+  struct SrcEv {  // the next event of a sender's transfer queue
+    double time;
+    std::uint32_t seq;
+    std::int32_t src;
+  };
+
+  std::int32_t n_ = -1, m_ = -1, nt_ = -1, ndev_ = -1, ncoloc_ = -1;
+  bool fused_ = false;
+  bool record_memory_ = false;
+  std::uint32_t epoch_ = 0;
+  std::vector<std::int32_t> pending_;
+  std::vector<double> start_, finish_;
+  std::vector<std::int32_t> leader_, mem_off_, mem_list_, first_of_, scratch_;
+  std::vector<double> ucost_, utraffic_;
+  std::vector<std::int64_t> ualloc_, utemp_, usink_;
+  std::vector<std::uint8_t> ukernel_;
+  std::vector<float> uprio_;
+  std::vector<std::uint64_t> stamp_;
+  std::vector<std::int32_t> refs_;
+  std::vector<std::int32_t> edge_copy_;
+  std::vector<TransferRecord> xfers_;
+  std::vector<Event> events_;                     // control messages across devices (a heap)
+  std::vector<std::vector<std::int32_t>> src_q_;  // per sender: its transfers in request order
+  std::vector<std::size_t> src_head_;
+  std::vector<SrcEv> src_heap_;                   // senders with transfers pending, by next event
+  std::vector<DevEv> dev_heap_;                   // busy devices by completion time
+  std::vector<std::vector<QItem>> queues_;
+  std::vector<std::size_t> qhead_;
+  std::vector<std::int32_t> cur_unit_;
+  std::vector<std::int64_t> usage_;
+  std::vector<double> chan_;
+  std::vector<std::int32_t> dev_stamp_, dev_copy_;
+  std::vector<std::int32_t> dirty_;          // idle devices that may have work, to dispatch
+  std::vector<std::int32_t> dirty_flag_;  // (not char: char stores would alias everything)
+  std::vector<std::int32_t> coloc_first_;
+  std::vector<MemoryEvent> mem_events_;
+  SimResult result_;
+};
+
+class Simulator {
+ public:
+  Simulator(const OpGraph& graph, Cluster cluster, SimOptions options = {});
+  Simulator(OpGraph&&, Cluster, SimOptions = {}) = delete;  // the graph must outlive the simulator
+
+  const OpGraph& graph() const { return *g_; }
+  const Cluster& cluster() const { return cluster_; }
+  const SimOptions& options() const { return options_; }
+  std::int32_t num_ops() const { return n_; }
+  std::int32_t num_devices() const { return ndev_; }
+
+  // Seconds op `op` takes unfused on device `device`.
+  double op_cost(OpId op, std::int32_t device) const {
+    return cost_[static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(device)]) * static_cast<std::size_t>(n_) +
+                 static_cast<std::size_t>(op)];
+  }
+
+  SimWorkspace make_workspace() const {
+    SimWorkspace ws;
+    prepare(ws);
+    return ws;
+  }
+
+  // Simulates one step of `plan`. Throws go::Error only when a non-empty plan vector does not have
+  // one entry per op; every other problem is reported in the result (valid = false).
+  const SimResult& simulate(const Plan& plan, SimWorkspace& ws) const;
+
+  // Convenience: a fresh workspace per call (allocates).
+  SimResult simulate(const Plan& plan) const {
+    SimWorkspace ws = make_workspace();
+    return simulate(plan, ws);
+  }
+
+ private:
+  template <bool kFused, bool kPrio>
+  void run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws) const;
+  void prepare(SimWorkspace& ws) const;
+
+  const OpGraph* g_;
+  Cluster cluster_;
+  SimOptions options_;
+  std::int32_t n_ = 0, m_ = 0, nt_ = 0, ndev_ = 0, ncoloc_ = 0;
+  std::vector<std::int32_t> dev_kind_;
+  std::size_t nkinds_ = 0;
+  std::vector<double> cost_, compute_, extra_;  // [kind * n + op]
+  std::vector<double> launch_, inv_mem_bw_;     // per kind
+  std::vector<std::uint8_t> kernel_, roof_;     // launches a kernel; costed by the roofline
+  std::vector<double> traffic_;
+  std::vector<std::int64_t> alloc_, temp_, param_, sink_;
+  std::vector<std::int32_t> in_off_, in_src_, in_tensor_, in_deg_;
+  std::vector<std::int32_t> out_off_, out_dst_, out_tensor_, out_in_edge_;
+  std::vector<std::int64_t> tbytes_;
+  std::vector<std::int32_t> tcons_;
+  std::vector<std::int32_t> topo_, sources_, zeros_, coloc_;
+  std::vector<double> xlat_, xinv_bw_;
+  std::vector<std::int64_t> capacity_;
+};
+
+// ---- implementation --------------------------------------------------------------------------
+
+namespace detail {
+
+inline bool sim_same_kind(const DeviceSpec& a, const DeviceSpec& b) {
+  return a.peak_flops == b.peak_flops && a.mem_bandwidth == b.mem_bandwidth && a.launch_overhead == b.launch_overhead &&
+         a.bandwidth_efficiency == b.bandwidth_efficiency && a.compute_efficiency == b.compute_efficiency;
+}
+
+}  // namespace detail
+
+inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions options)
+    : g_(&graph), cluster_(std::move(cluster)), options_(options) {
+  cluster_.validate();
+  const OpGraph& g = graph;
+  GO_CHECK(g.num_edges() < std::numeric_limits<std::int32_t>::max() / 4, g.where(), "too many edges to simulate");
+  GO_CHECK(g.num_tensors() < std::numeric_limits<std::int32_t>::max() / 4, g.where(), "too many tensors to simulate");
+  n_ = g.num_ops();
+  m_ = static_cast<std::int32_t>(g.num_edges());
+  nt_ = g.num_tensors();
+  ndev_ = cluster_.num_devices();
+  const auto n = static_cast<std::size_t>(n_);
+  // device kinds
+  std::vector<const DeviceSpec*> kinds;
+  dev_kind_.resize(static_cast<std::size_t>(ndev_));
+  for (std::int32_t d = 0; d < ndev_; ++d) {
+    const DeviceSpec& s = cluster_.spec(d);
+    std::size_t k = 0;
+    while (k < kinds.size() && !detail::sim_same_kind(*kinds[k], s)) ++k;
+    if (k == kinds.size()) kinds.push_back(&s);
+    dev_kind_[static_cast<std::size_t>(d)] = static_cast<std::int32_t>(k);
+  }
+  nkinds_ = kinds.size();
+  cost_.resize(nkinds_ * n);
+  compute_.resize(nkinds_ * n);
+  extra_.resize(nkinds_ * n);
+  launch_.resize(nkinds_);
+  inv_mem_bw_.resize(nkinds_);
+  for (std::size_t k = 0; k < nkinds_; ++k) {
+    const DeviceSpec& s = *kinds[k];
+    launch_[k] = s.launch_overhead;
+    inv_mem_bw_[k] = 1.0 / (s.mem_bandwidth * s.bandwidth_efficiency);
+    for (const Op& o : g.ops()) {
+      const std::size_t i = k * n + static_cast<std::size_t>(o.id);
+      cost_[i] = op_time(o, s);
+      const bool roof = !o.has_time() && !is_free_op(o.kind);
+      compute_[i] = roof ? o.flops / (s.peak_flops * s.compute_efficiency[op_kind_index(o.kind)]) : 0.0;
+      extra_[i] = o.has_time() ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
+    }
+  }
+  kernel_.resize(n);
+  roof_.resize(n);
+  traffic_.resize(n);
+  alloc_.resize(n);
+  temp_.resize(n);
+  param_.resize(n);
+  sink_.assign(n, 0);
+  coloc_.resize(n);
+  ncoloc_ = 0;
+  tbytes_.resize(static_cast<std::size_t>(nt_));
+  tcons_.assign(static_cast<std::size_t>(nt_), 0);
+  for (TensorId t = 0; t < nt_; ++t) tbytes_[static_cast<std::size_t>(t)] = g.tensor(t).bytes;
+  // in-edges (the graph's order)
+  in_off_.resize(n + 1);
+  in_src_.resize(static_cast<std::size_t>(m_));
+  in_tensor_.resize(static_cast<std::size_t>(m_));
+  in_deg_.resize(n);
+  std::int32_t e = 0;
+  for (OpId v = 0; v < n_; ++v) {
+    in_off_[static_cast<std::size_t>(v)] = e;
+    auto p = g.pred(v);
+    auto pt = g.pred_tensors(v);
+    for (std::size_t k = 0; k < p.size(); ++k, ++e) {
+      in_src_[static_cast<std::size_t>(e)] = p[k];
+      in_tensor_[static_cast<std::size_t>(e)] = pt[k];
+      if (pt[k] >= 0) ++tcons_[static_cast<std::size_t>(pt[k])];
+    }
+    in_deg_[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(p.size());
+  }
+  in_off_[n] = e;
+  // out-edges sorted by tensor (control edges first), consumers in the graph's order
+  out_off_.resize(n + 1);
+  out_dst_.resize(static_cast<std::size_t>(m_));
+  out_tensor_.resize(static_cast<std::size_t>(m_));
+  out_in_edge_.resize(static_cast<std::size_t>(m_));
+  std::vector<std::int32_t> fill(n);
+  e = 0;
+  for (OpId u = 0; u < n_; ++u) {
+    out_off_[static_cast<std::size_t>(u)] = e;
+    fill[static_cast<std::size_t>(u)] = e;
+    e += g.out_degree(u);
+  }
+  out_off_[n] = e;
+  for (OpId v = 0; v < n_; ++v)
+    for (std::int32_t ie = in_off_[static_cast<std::size_t>(v)]; ie < in_off_[static_cast<std::size_t>(v) + 1]; ++ie) {
+      const auto u = static_cast<std::size_t>(in_src_[static_cast<std::size_t>(ie)]);
+      const auto slot = static_cast<std::size_t>(fill[u]++);
+      out_dst_[slot] = v;
+      out_tensor_[slot] = in_tensor_[static_cast<std::size_t>(ie)];
+      out_in_edge_[slot] = ie;
+    }
+  {
+    std::vector<std::int32_t> idx;
+    std::vector<std::int32_t> d2, t2, i2;
+    for (OpId u = 0; u < n_; ++u) {
+      const std::int32_t b = out_off_[static_cast<std::size_t>(u)], en = out_off_[static_cast<std::size_t>(u) + 1];
+      bool sorted = true;
+      for (std::int32_t k = b + 1; k < en && sorted; ++k)
+        sorted = out_tensor_[static_cast<std::size_t>(k - 1)] <= out_tensor_[static_cast<std::size_t>(k)];
+      if (sorted) continue;
+      idx.resize(static_cast<std::size_t>(en - b));
+      for (std::int32_t k = 0; k < en - b; ++k) idx[static_cast<std::size_t>(k)] = b + k;
+      std::stable_sort(idx.begin(), idx.end(), [&](std::int32_t x, std::int32_t y) {
+        return out_tensor_[static_cast<std::size_t>(x)] < out_tensor_[static_cast<std::size_t>(y)];
+      });
+      d2.clear();
+      t2.clear();
+      i2.clear();
+      for (std::int32_t x : idx) {
+        d2.push_back(out_dst_[static_cast<std::size_t>(x)]);
+        t2.push_back(out_tensor_[static_cast<std::size_t>(x)]);
+        i2.push_back(out_in_edge_[static_cast<std::size_t>(x)]);
+      }
+      std::copy(d2.begin(), d2.end(), out_dst_.begin() + b);
+      std::copy(t2.begin(), t2.end(), out_tensor_.begin() + b);
+      std::copy(i2.begin(), i2.end(), out_in_edge_.begin() + b);
+    }
+  }
+  for (const Op& o : g.ops()) {
+    const auto i = static_cast<std::size_t>(o.id);
+    roof_[i] = !o.has_time() && !is_free_op(o.kind);
+    kernel_[i] = o.has_time() || !is_free_op(o.kind);
+    traffic_[i] = kernel_[i] ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) : 0.0;
+    alloc_[i] = o.temp_bytes + o.output_bytes;
+    temp_[i] = o.temp_bytes;
+    param_[i] = o.param_bytes;
+    for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t)
+      if (tcons_[static_cast<std::size_t>(t)] == 0) sink_[i] += tbytes_[static_cast<std::size_t>(t)];
+    coloc_[i] = o.colocation;
+    ncoloc_ = std::max(ncoloc_, o.colocation + 1);
+  }
+  topo_.assign(g.topo_order().begin(), g.topo_order().end());
+  for (std::int32_t v : topo_)
+    if (in_deg_[static_cast<std::size_t>(v)] == 0) sources_.push_back(v);
+  zeros_.assign(n, 0);
+  const auto nd = static_cast<std::size_t>(ndev_);
+  xlat_.resize(nd * nd);
+  xinv_bw_.resize(nd * nd);
+  for (std::size_t s = 0; s < nd; ++s)
+    for (std::size_t d = 0; d < nd; ++d) {
+      xlat_[s * nd + d] = s == d ? 0.0 : cluster_.latency[s * nd + d];
+      xinv_bw_[s * nd + d] = s == d ? 0.0 : 1.0 / cluster_.bandwidth[s * nd + d];
+    }
+  capacity_.resize(nd);
+  for (std::size_t d = 0; d < nd; ++d) capacity_[d] = cluster_.devices[d].spec.memory_bytes;
+}
+
+inline void Simulator::prepare(SimWorkspace& ws) const {
+  if (ws.n_ == n_ && ws.m_ == m_ && ws.nt_ == nt_ && ws.ndev_ == ndev_ && ws.ncoloc_ == ncoloc_) return;
+  const auto n = static_cast<std::size_t>(n_);
+  const auto nd = static_cast<std::size_t>(ndev_);
+  ws.n_ = n_;
+  ws.m_ = m_;
+  ws.nt_ = nt_;
+  ws.ndev_ = ndev_;
+  ws.ncoloc_ = ncoloc_;
+  ws.fused_ = false;
+  ws.pending_.assign(n, 0);
+  ws.start_.assign(n, -1.0);
+  ws.finish_.assign(n, -1.0);
+  ws.leader_.assign(n, 0);
+  ws.mem_off_.assign(n + 1, 0);
+  ws.mem_list_.assign(n, 0);
+  ws.first_of_.assign(n, -1);
+  ws.scratch_.assign(n, 0);
+  ws.ucost_.assign(n, 0);
+  ws.utraffic_.assign(n, 0);
+  ws.ualloc_.assign(n, 0);
+  ws.utemp_.assign(n, 0);
+  ws.usink_.assign(n, 0);
+  ws.ukernel_.assign(n, 0);
+  ws.uprio_.assign(n, 0);
+  ws.stamp_.assign(static_cast<std::size_t>(nt_), 0);
+  ws.epoch_ = 0;
+  ws.refs_.assign(static_cast<std::size_t>(nt_), 0);
+  ws.edge_copy_.assign(static_cast<std::size_t>(m_), -1);
+  ws.xfers_.clear();
+  ws.xfers_.reserve(256);
+  ws.events_.clear();
+  ws.events_.reserve(64);
+  ws.src_q_.assign(nd, {});
+  for (auto& q : ws.src_q_) q.reserve(64);
+  ws.src_head_.assign(nd, 0);
+  ws.src_heap_.clear();
+  ws.src_heap_.reserve(nd);
+  ws.dev_heap_.clear();
+  ws.dev_heap_.reserve(nd);
+  ws.queues_.assign(nd, {});
+  for (auto& q : ws.queues_) q.reserve(64);
+  ws.qhead_.assign(nd, 0);
+  ws.cur_unit_.assign(nd, -1);
+  ws.usage_.assign(nd, 0);
+  ws.chan_.assign(2 * nd, 0);
+  ws.dev_stamp_.assign(nd, -1);
+  ws.dev_copy_.assign(nd, -1);
+  ws.dirty_.clear();
+  ws.dirty_.reserve(nd);
+  ws.dirty_flag_.assign(nd, 0);
+  ws.coloc_first_.assign(static_cast<std::size_t>(ncoloc_), -1);
+  ws.result_.busy_time.assign(nd, 0);
+  ws.result_.peak_memory.assign(nd, 0);
+  ws.result_.resident_memory.assign(nd, 0);
+}
+
+inline const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) const {
+  check_plan_sizes(plan, n_, g_->where());
+  prepare(ws);
+  SimResult& r = ws.result_;
+  r.valid = true;
+  r.status = SimStatus::ok;
+  r.step_time = 0;
+  r.transfer_bytes = r.transfers = r.kernel_launches = r.units = 0;
+  r.memory_traffic = 0;
+  r.problem_op = r.problem_op2 = -1;
+  r.problem_group = r.problem_group2 = -1;
+  r.problem_device = r.problem_device2 = -1;
+  r.problem_bytes = 0;
+  r.problem_time = 0;
+  std::fill(r.busy_time.begin(), r.busy_time.end(), 0.0);
+  std::fill(r.peak_memory.begin(), r.peak_memory.end(), 0);
+  std::fill(r.resident_memory.begin(), r.resident_memory.end(), 0);
+  ws.xfers_.clear();
+  ws.mem_events_.clear();
+  ws.fused_ = false;
+  const std::int32_t* dev = plan.device.empty() ? zeros_.data() : plan.device.data();
+  auto invalid = [&](SimStatus s) -> const SimResult& {
+    r.valid = false;
+    r.status = s;
+    r.step_time = std::numeric_limits<double>::infinity();
+    std::fill(ws.start_.begin(), ws.start_.end(), -1.0);
+    std::fill(ws.finish_.begin(), ws.finish_.end(), -1.0);
+    return r;
+  };
+  // placement and priorities
+  const float* prio = plan.priority.empty() ? nullptr : plan.priority.data();
+  std::int64_t* resident = r.resident_memory.data();
+  for (std::int32_t v = 0; v < n_; ++v) {
+    const std::int32_t d = dev[v];
+    if (d < 0 || d >= ndev_) {
+      r.problem_op = v;
+      r.problem_device = d;
+      return invalid(SimStatus::bad_device);
+    }
+    resident[d] += param_[static_cast<std::size_t>(v)];
+    if (prio && !std::isfinite(prio[v])) {
+      r.problem_op = v;
+      return invalid(SimStatus::bad_priority);
+    }
+  }
+  if (options_.check_colocation && ncoloc_ > 0) {
+    std::fill(ws.coloc_first_.begin(), ws.coloc_first_.end(), -1);
+    for (std::int32_t v = 0; v < n_; ++v) {
+      const std::int32_t c = coloc_[static_cast<std::size_t>(v)];
+      if (c < 0) continue;
+      std::int32_t& f = ws.coloc_first_[static_cast<std::size_t>(c)];
+      if (f < 0) f = v;
+      else if (dev[f] != dev[v]) {
+        r.problem_group = c;
+        r.problem_op = f;
+        r.problem_op2 = v;
+        r.problem_device = dev[f];
+        r.problem_device2 = dev[v];
+        return invalid(SimStatus::colocation_split);
+      }
+    }
+  }
+  const bool fused = !plan.fusion.empty();
+  if (fused) {
+    if (prio) run<true, true>(plan, dev, ws);
+    else run<true, false>(plan, dev, ws);
+  } else {
+    if (prio) run<false, true>(plan, dev, ws);
+    else run<false, false>(plan, dev, ws);
+  }
+  return r;
+}
+
+template <bool kFused, bool kPrio>
+void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws) const {
+  using Event = SimWorkspace::Event;
+  using QItem = SimWorkspace::QItem;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  SimResult& r = ws.result_;
+  const auto n = static_cast<std::size_t>(n_);
+  const std::size_t nd = static_cast<std::size_t>(ndev_);
+  const float* prio = kPrio ? plan.priority.data() : nullptr;
+  const std::int32_t* fus = kFused ? plan.fusion.data() : nullptr;
+  std::int32_t* leader = ws.leader_.data();
+  std::int32_t* pending = ws.pending_.data();
+  double* start = ws.start_.data();
+  double* finish = ws.finish_.data();
+  std::int32_t* refs = ws.refs_.data();
+  std::int32_t* edge_copy = ws.edge_copy_.data();
+  std::int64_t* usage = ws.usage_.data();
+  std::int64_t* peak = r.peak_memory.data();
+  double* chan = ws.chan_.data();
+  const std::int32_t* in_off = in_off_.data();
+  const std::int32_t* in_src = in_src_.data();
+  const std::int32_t* in_tensor = in_tensor_.data();
+  const std::int32_t* out_off = out_off_.data();
+  const std::int32_t* out_dst = out_dst_.data();
+  const std::int32_t* out_tensor = out_tensor_.data();
+  const std::int32_t* out_in_edge = out_in_edge_.data();
+  const std::int64_t* tbytes = tbytes_.data();
+  const std::int32_t* mem_off = ws.mem_off_.data();
+  const std::int32_t* mem_list = ws.mem_list_.data();
+  auto lead = [&](std::int32_t v) -> std::int32_t {
+    if constexpr (kFused) return leader[v];
+    else return v;
+  };
+  std::int64_t nunits = n_;
+  // Without fusion every op runs (a DAG), so start/finish are all overwritten; otherwise mark them.
+  if (kFused || options_.stop_on_oom) {
+    std::fill(ws.start_.begin(), ws.start_.end(), -1.0);
+    std::fill(ws.finish_.begin(), ws.finish_.end(), -1.0);
+  }
+
+  // ---- fusion groups -> units ----
+  if constexpr (kFused) {
+    ws.fused_ = true;
+    std::int32_t* first_of = ws.first_of_.data();
+    std::fill(ws.first_of_.begin(), ws.first_of_.end(), -1);
+    for (std::int32_t v : topo_) {
+      const std::int32_t f = fus[v];
+      if (f < -1 || f >= n_) {
+        r.problem_op = v;
+        r.problem_group = f;
+        r.valid = false;
+        r.status = SimStatus::bad_fusion_id;
+        r.step_time = kInf;
+        return;
+      }
+      if (f < 0) {
+        leader[v] = v;
+        continue;
+      }
+      if (first_of[f] < 0) first_of[f] = v;
+      const std::int32_t l = first_of[f];
+      leader[v] = l;
+      if (dev[l] != dev[v]) {
+        r.problem_group = f;
+        r.problem_op = l;
+        r.problem_op2 = v;
+        r.problem_device = dev[l];
+        r.problem_device2 = dev[v];
+        r.valid = false;
+        r.status = SimStatus::fusion_spans_devices;
+        r.step_time = kInf;
+        return;
+      }
+    }
+    // members of each unit, in topological order
+    std::int32_t* moff = ws.mem_off_.data();
+    std::fill(ws.mem_off_.begin(), ws.mem_off_.end(), 0);
+    for (std::size_t v = 0; v < n; ++v) ++moff[leader[v] + 1];
+    for (std::size_t v = 0; v < n; ++v) moff[v + 1] += moff[v];
+    std::int32_t* cursor = ws.scratch_.data();
+    std::copy(moff, moff + n, cursor);
+    std::int32_t* mlist = ws.mem_list_.data();
+    for (std::int32_t v : topo_) mlist[cursor[leader[v]]++] = v;
+    // per-unit cost, memory and pending inputs
+    if (++ws.epoch_ == 0) {
+      std::fill(ws.stamp_.begin(), ws.stamp_.end(), 0);
+      ws.epoch_ = 1;
+    }
+    std::uint64_t* stamp = ws.stamp_.data();
+    nunits = 0;
+    for (std::int32_t L = 0; L < n_; ++L) {
+      if (leader[L] != L) continue;
+      ++nunits;
+      const auto kind = static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(dev[L])]);
+      const std::int32_t mb = moff[L], me = moff[L + 1];
+      if (me - mb == 1) {
+        ws.ucost_[L] = cost_[kind * n + L];
+        ws.utraffic_[L] = traffic_[L];
+        ws.ualloc_[L] = alloc_[L];
+        ws.utemp_[L] = temp_[L];
+        ws.usink_[L] = sink_[L];
+        ws.ukernel_[L] = kernel_[L];
+        if constexpr (kPrio) ws.uprio_[L] = prio[L];
+        pending[L] = in_deg_[L];
+        continue;
+      }
+      const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
+      std::int32_t pend = 0;
+      std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
+      double compute = 0, extra = 0;
+      bool kernel = false, roof = false;
+      float pr = -std::numeric_limits<float>::infinity();
+      for (std::int32_t k = mb; k < me; ++k) {
+        const std::int32_t v = mlist[k];
+        for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+          if (leader[in_src[e]] == L) continue;
+          ++pend;
+          const std::int32_t t = in_tensor[e];
+          if (t >= 0 && stamp[t] != tag) {
+            stamp[t] = tag;
+            ext_in += tbytes[t];
+          }
+        }
+        for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
+          const std::int32_t t = out_tensor[e];
+          if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
+          stamp[t] = tag;
+          ext_out += tbytes[t];
+        }
+        params += param_[v];
+        temp = std::max(temp, temp_[v]);
+        sink += sink_[v];
+        compute += compute_[kind * n + v];
+        extra += extra_[kind * n + v];
+        kernel = kernel || kernel_[v];
+        roof = roof || roof_[v];
+        if constexpr (kPrio) pr = std::max(pr, prio[v]);
+      }
+      ext_out += sink;
+      const double traffic = static_cast<double>(ext_in + ext_out + params);
+      ws.ucost_[L] =
+          kernel ? launch_[kind] + (roof ? std::max(compute, traffic * inv_mem_bw_[kind]) : 0.0) + extra : 0.0;
+      ws.utraffic_[L] = kernel ? traffic : 0.0;
+      ws.ualloc_[L] = temp + ext_out;
+      ws.utemp_[L] = temp;
+      ws.usink_[L] = sink;
+      ws.ukernel_[L] = kernel;
+      if constexpr (kPrio) ws.uprio_[L] = pr;
+      pending[L] = pend;
+    }
+  } else {
+    std::copy(in_deg_.begin(), in_deg_.end(), pending);
+  }
+
+  // ---- state ----
+  std::fill(ws.cur_unit_.begin(), ws.cur_unit_.end(), -1);
+  std::fill(ws.usage_.begin(), ws.usage_.end(), 0);
+  std::fill(ws.chan_.begin(), ws.chan_.end(), 0.0);
+  std::fill(ws.dev_stamp_.begin(), ws.dev_stamp_.end(), -1);
+  std::fill(ws.dirty_flag_.begin(), ws.dirty_flag_.end(), 0);
+  ws.dirty_.clear();
+  for (auto& q : ws.queues_) q.clear();
+  std::fill(ws.qhead_.begin(), ws.qhead_.end(), 0);
+  ws.events_.clear();
+  for (auto& q : ws.src_q_) q.clear();
+  std::fill(ws.src_head_.begin(), ws.src_head_.end(), 0);
+  ws.src_heap_.clear();
+  ws.dev_heap_.clear();
+  std::uint32_t seq = 0, qseq = 0;
+  double now = 0;
+  bool oom = false;
+  const bool record = ws.record_memory_;
+  std::copy(r.resident_memory.begin(), r.resident_memory.end(), usage);  // summed by simulate()
+  for (std::size_t d = 0; d < nd; ++d) {
+    r.resident_memory[d] = usage[d];
+    peak[d] = usage[d];
+    if (record) ws.mem_events_.push_back(MemoryEvent{0.0, static_cast<std::int32_t>(d), usage[d]});
+    if (!oom && usage[d] > capacity_[d]) {
+      oom = true;
+      r.valid = false;
+      r.status = SimStatus::out_of_memory;
+      r.problem_device = static_cast<std::int32_t>(d);
+      r.problem_bytes = usage[d];
+      r.problem_time = 0;
+    }
+  }
+
+  // Counters live in locals (stores to the double/int arrays above could alias the result's fields).
+  std::int64_t launches = 0, units = 0;
+  double traffic = 0;
+  double* busy = r.busy_time.data();
+  auto alloc = [&](std::int32_t d, std::int64_t b, std::int32_t op) {
+    std::int64_t u = usage[d] += b;
+    if (record && b != 0) ws.mem_events_.push_back(MemoryEvent{now, d, u});
+    if (u > peak[d]) {
+      peak[d] = u;
+      if (u > capacity_[static_cast<std::size_t>(d)] && !oom) {
+        oom = true;
+        r.valid = false;
+        r.status = SimStatus::out_of_memory;
+        r.problem_device = d;
+        r.problem_bytes = u;
+        r.problem_time = now;
+        r.problem_op = op;
+      }
+    }
+  };
+  auto release = [&](std::int32_t d, std::int64_t b) {
+    usage[d] -= b;
+    if (record && b != 0) ws.mem_events_.push_back(MemoryEvent{now, d, usage[d]});
+  };
+  auto ev_less = [](const Event& a, const Event& b) { return a.time > b.time || (a.time == b.time && a.seq > b.seq); };
+  auto push_control = [&](double t, std::int32_t unit) {
+    ws.events_.push_back(Event{t, seq++, unit});
+    std::push_heap(ws.events_.begin(), ws.events_.end(), ev_less);
+  };
+  auto q_less = [](const QItem& a, const QItem& b) { return a.prio < b.prio || (a.prio == b.prio && a.seq > b.seq); };
+  using DevEv = SimWorkspace::DevEv;
+  using SrcEv = SimWorkspace::SrcEv;
+  auto dev_later = [](const DevEv& a, const DevEv& b) { return a.time > b.time || (a.time == b.time && a.device > b.device); };
+  auto src_later = [](const SrcEv& a, const SrcEv& b) { return a.time > b.time || (a.time == b.time && a.seq > b.seq); };
+  auto mark_dirty = [&](std::int32_t d) {
+    if (!ws.dirty_flag_[static_cast<std::size_t>(d)]) {
+      ws.dirty_flag_[static_cast<std::size_t>(d)] = 1;
+      ws.dirty_.push_back(d);
+    }
+  };
+  auto push_ready = [&](std::int32_t L) {
+    const std::int32_t d = dev[L];
+    auto& q = ws.queues_[static_cast<std::size_t>(d)];
+    if (ws.cur_unit_[static_cast<std::size_t>(d)] < 0) mark_dirty(d);
+    if constexpr (kPrio) {
+      const float p = kFused ? ws.uprio_[L] : prio[L];
+      q.push_back(QItem{p, qseq++, L});
+      std::push_heap(q.begin(), q.end(), q_less);
+    } else {
+      q.push_back(QItem{0.0f, 0, L});
+    }
+  };
+  auto deliver = [&](std::int32_t L) {
+    if (--pending[L] == 0) push_ready(L);
+  };
+  const ChannelModel cm = cluster_.channels;
+  auto new_transfer = [&](std::int32_t t, std::int32_t producer, std::int32_t s, std::int32_t d,
+                          std::int32_t edge_begin) -> std::int32_t {
+    const std::int64_t bytes = tbytes[t];
+    const std::size_t link = static_cast<std::size_t>(s) * nd + static_cast<std::size_t>(d);
+    const std::size_t rc = cm == ChannelModel::duplex ? nd + static_cast<std::size_t>(d) : static_cast<std::size_t>(d);
+    double st = std::max(now, chan[s]);
+    if (cm != ChannelModel::sender) st = std::max(st, chan[rc]);
+    const double en = st + xlat_[link] + static_cast<double>(bytes) * xinv_bw_[link];
+    chan[s] = en;
+    if (cm != ChannelModel::sender) chan[rc] = en;
+    const auto id = static_cast<std::int32_t>(ws.xfers_.size());
+    const bool started = st <= now;
+    if (!started) ++seq;  // its start event
+    ws.xfers_.push_back(TransferRecord{t, s, d, st, en, bytes, producer, 0, edge_begin, edge_begin, seq++, started});
+    r.transfer_bytes += bytes;
+    ++r.transfers;
+    if (started) alloc(d, bytes, producer);
+    auto& q = ws.src_q_[static_cast<std::size_t>(s)];
+    if (q.empty()) {  // becomes the head of its sender's queue
+      ws.src_heap_.push_back(SrcEv{started ? en : st, started ? seq - 1 : seq - 2, s});
+      std::push_heap(ws.src_heap_.begin(), ws.src_heap_.end(), src_later);
+    }
+    q.push_back(id);
+    return id;
+  };
+  auto start_unit = [&](std::int32_t L, std::int32_t d) {
+    double dur;
+    if constexpr (kFused) {
+      dur = ws.ucost_[L];
+      alloc(d, ws.ualloc_[L], L);
+      launches += ws.ukernel_[L];
+      traffic += ws.utraffic_[L];
+    } else {
+      dur = cost_[static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(d)]) * n + static_cast<std::size_t>(L)];
+      alloc(d, alloc_[L], L);
+      launches += kernel_[L];
+      traffic += traffic_[L];
+    }
+    start[L] = now;
+    const double f = now + dur;
+    finish[L] = f;
+    ws.cur_unit_[static_cast<std::size_t>(d)] = L;
+    ws.dev_heap_.push_back(DevEv{f, d});
+    std::push_heap(ws.dev_heap_.begin(), ws.dev_heap_.end(), dev_later);
+    busy[d] += dur;
+    ++units;
+  };
+  auto finish_unit = [&](std::int32_t L, std::int32_t d) {
+    if constexpr (kFused) release(d, ws.utemp_[L] + ws.usink_[L]);
+    else release(d, temp_[L] + sink_[L]);
+    const std::int32_t* mb = kFused ? mem_list + mem_off[L] : &L;
+    const std::int32_t* me = kFused ? mem_list + mem_off[L + 1] : &L + 1;
+    for (const std::int32_t* mp = mb; mp != me; ++mp) {
+      const std::int32_t v = *mp;
+      // inputs read for the last time on this device
+      for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+        const std::int32_t t = in_tensor[e];
+        if (t < 0) continue;
+        const std::int32_t u = in_src[e];
+        if (kFused && leader[u] == L) continue;
+        if (dev[u] == d) {
+          if (--refs[t] == 0) release(d, tbytes[t]);
+        } else {
+          TransferRecord& x = ws.xfers_[static_cast<std::size_t>(edge_copy[e])];
+          if (--x.refs == 0) release(d, x.bytes);
+        }
+      }
+      // outputs: deliver locally, send once per remote device
+      std::int32_t e = out_off[v];
+      const std::int32_t e_end = out_off[v + 1];
+      for (; e < e_end && out_tensor[e] < 0; ++e) {
+        const std::int32_t Lw = lead(out_dst[e]);
+        if (kFused && Lw == L) continue;
+        const std::int32_t dw = dev[Lw];
+        if (dw == d) deliver(Lw);
+        else push_control(now + xlat_[static_cast<std::size_t>(d) * nd + static_cast<std::size_t>(dw)], Lw);
+      }
+      while (e < e_end) {
+        const std::int32_t t = out_tensor[e];
+        const std::int32_t run_begin = e;
+        const auto x_first = static_cast<std::int32_t>(ws.xfers_.size());
+        std::int32_t local = 0;
+        for (; e < e_end && out_tensor[e] == t; ++e) {
+          const std::int32_t Lw = lead(out_dst[e]);
+          if (kFused && Lw == L) continue;
+          const std::int32_t dw = dev[Lw];
+          if (dw == d) {
+            ++local;
+            deliver(Lw);
+          } else {
+            if (ws.dev_stamp_[static_cast<std::size_t>(dw)] != t) {
+              ws.dev_stamp_[static_cast<std::size_t>(dw)] = t;
+              ws.dev_copy_[static_cast<std::size_t>(dw)] = new_transfer(t, v, d, dw, run_begin);
+            }
+            const std::int32_t x = ws.dev_copy_[static_cast<std::size_t>(dw)];
+            ++ws.xfers_[static_cast<std::size_t>(x)].refs;
+            edge_copy[out_in_edge[e]] = x;
+          }
+        }
+        const auto x_last = static_cast<std::int32_t>(ws.xfers_.size());
+        for (std::int32_t x = x_first; x < x_last; ++x) ws.xfers_[static_cast<std::size_t>(x)].edge_end = e;
+        refs[t] = local + (x_last - x_first);
+      }
+    }
+  };
+  // The next transfer event (the earliest head of the senders' queues) or control message, by
+  // (time, request order): its sender, or nd for a control message, or -1 for none.
+  auto next_event = [&](double& t) -> std::int32_t {
+    std::int32_t best = -1;
+    std::uint32_t bseq = 0;
+    t = kInf;
+    if (!ws.src_heap_.empty()) {
+      t = ws.src_heap_.front().time;
+      bseq = ws.src_heap_.front().seq;
+      best = ws.src_heap_.front().src;
+    }
+    if (!ws.events_.empty()) {
+      const Event& e = ws.events_.front();
+      if (e.time < t || (e.time == t && e.seq < bseq)) {
+        t = e.time;
+        best = static_cast<std::int32_t>(nd);
+      }
+    }
+    return best;
+  };
+  auto handle_event = [&](std::int32_t src) {
+    if (src == static_cast<std::int32_t>(nd)) {
+      std::pop_heap(ws.events_.begin(), ws.events_.end(), ev_less);
+      const std::int32_t unit = ws.events_.back().code;
+      ws.events_.pop_back();
+      deliver(unit);
+      return;
+    }
+    const auto s = static_cast<std::size_t>(src);
+    auto& q = ws.src_q_[s];
+    std::size_t& h = ws.src_head_[s];
+    TransferRecord& x = ws.xfers_[static_cast<std::size_t>(q[h])];
+    auto& heap = ws.src_heap_;  // its top is this sender
+    std::pop_heap(heap.begin(), heap.end(), src_later);
+    if (!x.started) {  // start: the receiving buffer appears
+      x.started = true;
+      heap.back() = SrcEv{x.end, x.seq, src};
+      std::push_heap(heap.begin(), heap.end(), src_later);
+      alloc(x.dst, x.bytes, x.producer);
+      return;
+    }
+    // end: the sender's copy may go, the consumers on dst get their input
+    if (++h == q.size()) {
+      q.clear();
+      h = 0;
+      heap.pop_back();
+    } else {
+      const TransferRecord& nx = ws.xfers_[static_cast<std::size_t>(q[h])];
+      heap.back() = nx.started ? SrcEv{nx.end, nx.seq, src} : SrcEv{nx.start, nx.seq - 1, src};
+      std::push_heap(heap.begin(), heap.end(), src_later);
+    }
+    if (--refs[x.tensor] == 0) release(x.src, x.bytes);
+    const std::int32_t dst = x.dst;
+    for (std::int32_t e = x.edge_begin; e < x.edge_end; ++e) {
+      const std::int32_t Lw = lead(out_dst[e]);
+      if (dev[Lw] == dst) deliver(Lw);
+    }
+  };
+  // Idle devices pick their next unit, in device order. Only devices marked dirty (they became
+  // idle, or work arrived while they were idle) can have an idle stream and a non-empty queue.
+  auto dispatch = [&] {
+    if (ws.dirty_.size() > 1) std::sort(ws.dirty_.begin(), ws.dirty_.end());
+    for (const std::int32_t di : ws.dirty_) {
+      const auto d = static_cast<std::size_t>(di);
+      ws.dirty_flag_[d] = 0;
+      if (ws.cur_unit_[d] >= 0) continue;
+      auto& q = ws.queues_[d];
+      std::int32_t L;
+      if constexpr (kPrio) {
+        if (q.empty()) continue;
+        std::pop_heap(q.begin(), q.end(), q_less);
+        L = q.back().unit;
+        q.pop_back();
+      } else {
+        std::size_t& h = ws.qhead_[d];
+        if (h == q.size()) continue;
+        L = q[h++].unit;
+        if (h == q.size()) {
+          q.clear();
+          h = 0;
+        }
+      }
+      start_unit(L, di);
+    }
+    ws.dirty_.clear();
+  };
+
+  // ---- event loop ----
+  if constexpr (kFused) {
+    for (std::int32_t v : topo_)
+      if (leader[v] == v && pending[v] == 0) push_ready(v);
+  } else {
+    for (std::int32_t v : sources_) push_ready(v);
+  }
+  dispatch();
+  for (;;) {
+    double et;
+    next_event(et);
+    const double tn = ws.dev_heap_.empty() ? et : std::min(et, ws.dev_heap_.front().time);
+    if (tn == kInf) break;
+    now = tn;
+    // completions, in device order
+    while (!ws.dev_heap_.empty() && ws.dev_heap_.front().time == now) {
+      std::pop_heap(ws.dev_heap_.begin(), ws.dev_heap_.end(), dev_later);
+      const std::int32_t d = ws.dev_heap_.back().device;
+      ws.dev_heap_.pop_back();
+      const std::int32_t L = ws.cur_unit_[static_cast<std::size_t>(d)];
+      ws.cur_unit_[static_cast<std::size_t>(d)] = -1;
+      mark_dirty(d);
+      finish_unit(L, d);
+    }
+    for (;;) {
+      const std::int32_t src = next_event(et);
+      if (et > now || src < 0) break;
+      handle_event(src);
+    }
+    if (oom && options_.stop_on_oom) break;
+    dispatch();
+    if (oom && options_.stop_on_oom) break;
+  }
+  r.step_time = now;
+  r.kernel_launches = launches;
+  r.memory_traffic = traffic;
+  r.units = units;
+  if (oom && options_.stop_on_oom) return;
+  if constexpr (kFused) {
+    if (r.units == nunits) return;
+    // Some units never became ready: the fusion groups made the unit graph cyclic. Find a cycle the
+    // way check_plan() does (first stuck unit, then its first stuck predecessor unit, ...).
+    r.valid = false;
+    r.step_time = kInf;
+    std::int32_t* seen = ws.scratch_.data();
+    std::int32_t* path = ws.first_of_.data();
+    std::fill(ws.scratch_.begin(), ws.scratch_.end(), -1);
+    std::int32_t cur = -1;
+    for (std::int32_t v = 0; v < n_ && cur < 0; ++v)
+      if (leader[v] == v && start[v] < 0) cur = v;
+    std::int32_t len = 0;
+    while (seen[cur] < 0) {
+      seen[cur] = len;
+      path[len++] = cur;
+      std::int32_t next = -1;
+      for (std::int32_t k = mem_off[cur]; k < mem_off[cur + 1] && next < 0; ++k)
+        for (std::int32_t e = in_off[mem_list[k]]; e < in_off[mem_list[k] + 1]; ++e) {
+          const std::int32_t lu = leader[in_src[e]];
+          if (lu != cur && start[lu] < 0) {
+            next = lu;
+            break;
+          }
+        }
+      cur = next;
+    }
+    std::int32_t g1 = std::numeric_limits<std::int32_t>::max(), g2 = g1, outside = -1, ngroups = 0;
+    for (std::int32_t k = seen[cur]; k < len; ++k) {
+      const std::int32_t u = path[k];
+      if (fus[u] >= 0 && mem_off[u + 1] - mem_off[u] > 1) {
+        ++ngroups;
+        if (fus[u] < g1) {
+          g2 = g1;
+          g1 = fus[u];
+        } else if (fus[u] < g2) {
+          g2 = fus[u];
+        }
+      } else {
+        outside = u;
+      }
+    }
+    if (ngroups == 1) {
+      r.status = SimStatus::fusion_not_convex;
+      r.problem_group = g1;
+      r.problem_op = outside;
+    } else {
+      r.status = SimStatus::fusion_cycle;
+      r.problem_group = g1;
+      r.problem_group2 = g2;
+    }
+  }
+}
+
+// One line saying why the plan is invalid ("" when valid), worded as check_plan() words it.
+inline std::string sim_reason(const SimResult& r, const OpGraph& g, const Cluster& c) {
+  auto dev_name = [&](std::int32_t d) {
+    return std::to_string(d);
+  };
+  auto gb = [](double b) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f GB", b / 1e9);
+    return std::string(buf);
+  };
+  switch (r.status) {
+    case SimStatus::ok: return {};
+    case SimStatus::bad_device:
+      return g.label(r.problem_op) + " is placed on device " + std::to_string(r.problem_device) +
+             " but the cluster has " + std::to_string(c.num_devices()) + " device(s)";
+    case SimStatus::bad_priority: return g.label(r.problem_op) + " has a non-finite priority";
+    case SimStatus::bad_fusion_id:
+      return g.label(r.problem_op) + " has fusion group " + std::to_string(r.problem_group) + " (valid: -1, or 0 to " +
+             std::to_string(g.num_ops() - 1) + ")";
+    case SimStatus::fusion_spans_devices:
+      return "fusion group " + std::to_string(r.problem_group) + " spans devices " + dev_name(r.problem_device) +
+             " and " + dev_name(r.problem_device2) + ": " + g.label(r.problem_op) + " and " + g.label(r.problem_op2);
+    case SimStatus::fusion_not_convex:
+      return "fusion group " + std::to_string(r.problem_group) +
+             " is not convex: a path leaves it and re-enters it through " + g.label(r.problem_op);
+    case SimStatus::fusion_cycle:
+      return "fusion groups " + std::to_string(r.problem_group) + " and " + std::to_string(r.problem_group2) +
+             " depend on each other (fusing them would create a cycle)";
+    case SimStatus::colocation_split:
+      return "colocation group " + std::to_string(r.problem_group) + " spans devices " + dev_name(r.problem_device) +
+             " and " + dev_name(r.problem_device2) + ": " + g.label(r.problem_op) + " and " + g.label(r.problem_op2);
+    case SimStatus::out_of_memory: {
+      const auto d = static_cast<std::size_t>(r.problem_device);
+      char t[64];
+      std::snprintf(t, sizeof t, "%.3f ms", r.problem_time * 1e3);
+      std::string s = "out of memory on device " + std::to_string(r.problem_device) + " ('" + c.devices[d].name +
+                      "'): " + gb(static_cast<double>(r.problem_bytes)) + " needed, capacity " +
+                      gb(static_cast<double>(c.devices[d].spec.memory_bytes)) + ", at " + t;
+      if (r.problem_op >= 0) s += " (" + g.label(r.problem_op) + ")";
+      else s += " (parameters alone)";
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace go
