@@ -1,0 +1,144 @@
+#pragma once
+// Hyper-parameters of the GO policy network, readable from and printable as JSON:
+//
+//   { "type": "go_policy", "hidden": 128, "sage_layers": 2, "aggregation": "max",
+//     "heads": 4, "segment_length": 128, "memory_length": 128, "causal": true,
+//     "layers_per_task": 1, "ffn_dim": 512, "max_devices": 8, "priority_levels": 8,
+//     "superposition": true, "value_hidden": 128, "head_gain": 0.01, "seed": 1 }
+//
+// Every key is optional (the defaults above); an unknown key or a value out of
+// range is a go::Error naming it.
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/kernels/aggregate.hpp"
+
+namespace go::policy {
+
+struct PolicyConfig {
+  std::int64_t hidden = 128;        // node embedding width everywhere
+  int sage_layers = 2;              // GraphSAGE layers
+  std::string aggregation = "max";  // GraphSAGE aggregator: max (pooling), mean or sum
+  int heads = 4;                    // attention heads (hidden % heads == 0)
+  std::int64_t segment_length = 128;
+  std::int64_t memory_length = 128; // cached rows before each segment (stop-gradient)
+  bool causal = true;               // node i attends only to nodes <= i in topological order
+  int layers_per_task = 1;          // attention blocks of each of the three tasks
+  std::int64_t ffn_dim = 512;       // feed-forward width of the attention blocks
+  int max_devices = 8;              // device embeddings: any 1..max_devices devices per call
+  int priority_levels = 8;          // P
+  bool superposition = true;        // graph-conditioned gates on every attention block's input
+  std::int64_t value_hidden = 128;  // the value head's hidden layer
+  float head_gain = 0.01f;          // initial scale of the action heads (near-uniform first policy)
+  std::uint64_t seed = 1;           // parameter initialization
+
+  kernels::Reduce reduce() const {
+    if (aggregation == "max") return kernels::Reduce::max;
+    if (aggregation == "mean") return kernels::Reduce::mean;
+    return kernels::Reduce::sum;
+  }
+
+  void validate() const {
+    GO_CHECK(hidden >= 1, "policy config: \"hidden\" is ", hidden, ", must be >= 1");
+    GO_CHECK(heads >= 1 && hidden % heads == 0, "policy config: \"heads\" ", heads, " must divide \"hidden\" ",
+             hidden);
+    GO_CHECK(sage_layers >= 0, "policy config: \"sage_layers\" is ", sage_layers, ", must be >= 0");
+    GO_CHECK(aggregation == "max" || aggregation == "mean" || aggregation == "sum",
+             "policy config: \"aggregation\" is '", aggregation, "', expected max, mean or sum");
+    GO_CHECK(segment_length >= 1, "policy config: \"segment_length\" is ", segment_length, ", must be >= 1");
+    GO_CHECK(memory_length >= 0, "policy config: \"memory_length\" is ", memory_length, ", must be >= 0");
+    GO_CHECK(layers_per_task >= 1, "policy config: \"layers_per_task\" is ", layers_per_task, ", must be >= 1");
+    GO_CHECK(ffn_dim >= 1, "policy config: \"ffn_dim\" is ", ffn_dim, ", must be >= 1");
+    GO_CHECK(max_devices >= 1 && max_devices <= 4096, "policy config: \"max_devices\" is ", max_devices,
+             ", must be in [1, 4096]");
+    GO_CHECK(priority_levels >= 1, "policy config: \"priority_levels\" is ", priority_levels, ", must be >= 1");
+    GO_CHECK(value_hidden >= 1, "policy config: \"value_hidden\" is ", value_hidden, ", must be >= 1");
+    GO_CHECK(head_gain > 0.f, "policy config: \"head_gain\" is ", head_gain, ", must be > 0");
+  }
+
+  nlohmann::json to_json() const {
+    return {{"type", "go_policy"},
+            {"hidden", hidden},
+            {"sage_layers", sage_layers},
+            {"aggregation", aggregation},
+            {"heads", heads},
+            {"segment_length", segment_length},
+            {"memory_length", memory_length},
+            {"causal", causal},
+            {"layers_per_task", layers_per_task},
+            {"ffn_dim", ffn_dim},
+            {"max_devices", max_devices},
+            {"priority_levels", priority_levels},
+            {"superposition", superposition},
+            {"value_hidden", value_hidden},
+            {"head_gain", head_gain},
+            {"seed", seed}};
+  }
+
+  static PolicyConfig from_json(const nlohmann::json& j, const std::string& where = "policy config") {
+    GO_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.dump());
+    PolicyConfig c;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      const nlohmann::json& v = it.value();
+      auto integer = [&](auto& dst) {
+        GO_CHECK(v.is_number_integer(), where, ": \"", k, "\" must be an integer, got ", v.dump());
+        dst = v.get<std::remove_reference_t<decltype(dst)>>();
+      };
+      auto boolean = [&](bool& dst) {
+        GO_CHECK(v.is_boolean(), where, ": \"", k, "\" must be true or false, got ", v.dump());
+        dst = v.get<bool>();
+      };
+      if (k == "type") {
+        GO_CHECK(v.is_string() && v.get<std::string>() == "go_policy", where, ": \"type\" is ", v.dump(),
+                 ", expected \"go_policy\"");
+      } else if (k == "hidden") integer(c.hidden);
+      else if (k == "sage_layers") integer(c.sage_layers);
+      else if (k == "aggregation") {
+        GO_CHECK(v.is_string(), where, ": \"aggregation\" must be a string, got ", v.dump());
+        c.aggregation = v.get<std::string>();
+      } else if (k == "heads") integer(c.heads);
+      else if (k == "segment_length") integer(c.segment_length);
+      else if (k == "memory_length") integer(c.memory_length);
+      else if (k == "causal") boolean(c.causal);
+      else if (k == "layers_per_task") integer(c.layers_per_task);
+      else if (k == "ffn_dim") integer(c.ffn_dim);
+      else if (k == "max_devices") integer(c.max_devices);
+      else if (k == "priority_levels") integer(c.priority_levels);
+      else if (k == "superposition") boolean(c.superposition);
+      else if (k == "value_hidden") integer(c.value_hidden);
+      else if (k == "head_gain") {
+        GO_CHECK(v.is_number(), where, ": \"head_gain\" must be a number, got ", v.dump());
+        c.head_gain = v.get<float>();
+      } else if (k == "seed") {
+        GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), where,
+                 ": \"seed\" must be a non-negative integer, got ", v.dump());
+        c.seed = v.get<std::uint64_t>();
+      } else {
+        GO_FAIL(where, ": unknown key \"", k, "\" (known: type, hidden, sage_layers, aggregation, heads, "
+                       "segment_length, memory_length, causal, layers_per_task, ffn_dim, max_devices, "
+                       "priority_levels, superposition, value_hidden, head_gain, seed)");
+      }
+    }
+    c.validate();
+    return c;
+  }
+
+  static PolicyConfig parse(const std::string& text, const std::string& where = "policy config") {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      GO_FAIL(where, ": not valid JSON: ", e.what());
+    }
+    return from_json(j, where);
+  }
+  static PolicyConfig load(const std::string& path) { return parse(read_file(path), path); }
+};
+
+}  // namespace go::policy

@@ -1,0 +1,132 @@
+#pragma once
+// PolicyGraph: everything the policy reads about one graph, computed once per
+// graph and reused at every PPO step.
+//
+// Rows are ops in topological order (row r is op `order[r]`, op i is row `row_of[i]`):
+// the attention layers cut rows into segments, so the decision of row r depends
+// on earlier rows. Features are independent of any particular graph, so one
+// policy transfers across graphs:
+//   kinds    i32 [n]        op kind (go::OpKind), embedded by the policy
+//   numeric  f32 [n, 11]    log1p(FLOPs)/24, log1p(output bytes)/20, log1p(parameter bytes)/20,
+//                           has measured time, log1p(time in us)/10 (0 without), log1p(in-degree)/3,
+//                           log1p(out-degree)/3, topological position / max(n - 1, 1),
+//                           role one-hot (forward, backward, update)
+//   preds    CsrPair        row r's predecessors (as rows), duplicates kept, control edges included
+//   succs    CsrPair        row r's successors
+//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows without a predecessor
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "go/core/csr.hpp"
+#include "go/core/tensor.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/op_kind.hpp"
+
+namespace go::policy {
+
+inline constexpr std::int64_t kNumNumericFeatures = 11;
+inline constexpr float kMaskedLogit = -1e9f;
+
+struct PolicyGraph {
+  std::string name;
+  std::int64_t num_nodes = 0;
+  std::vector<OpId> order;          // row -> op
+  std::vector<std::int32_t> row_of; // op -> row
+  Tensor kinds;                     // i32 [n]
+  Tensor numeric;                   // f32 [n, kNumNumericFeatures]
+  CsrPair preds, succs;
+  Tensor fusion_mask;               // f32 [n, 2]
+
+  std::int64_t num_edges() const { return preds.nnz(); }
+
+  // From an op graph: rows in g.topo_order().
+  static PolicyGraph from_graph(const OpGraph& g) {
+    const std::int64_t n = g.num_ops();
+    PolicyGraph pg;
+    pg.name = g.info().name.empty() ? g.info().source : g.info().name;
+    pg.num_nodes = n;
+    pg.order.assign(g.topo_order().begin(), g.topo_order().end());
+    GO_CHECK(static_cast<std::int64_t>(pg.order.size()) == n, g.where(), "topological order has ", pg.order.size(),
+             " ops for a graph of ", n);
+    pg.row_of.assign(static_cast<std::size_t>(n), -1);
+    for (std::int64_t r = 0; r < n; ++r) pg.row_of[static_cast<std::size_t>(pg.order[static_cast<std::size_t>(r)])] =
+        static_cast<std::int32_t>(r);
+    std::vector<std::int32_t> dst, src;
+    dst.reserve(static_cast<std::size_t>(g.num_edges()));
+    src.reserve(static_cast<std::size_t>(g.num_edges()));
+    for (std::int64_t r = 0; r < n; ++r)
+      for (OpId p : g.pred(pg.order[static_cast<std::size_t>(r)])) {
+        dst.push_back(static_cast<std::int32_t>(r));
+        src.push_back(pg.row_of[static_cast<std::size_t>(p)]);
+      }
+    pg.kinds = Tensor::empty(Shape{n}, DType::i32);
+    pg.numeric = Tensor::zeros(Shape{n, kNumNumericFeatures});
+    for (std::int64_t r = 0; r < n; ++r) {
+      const Op& o = g.op(pg.order[static_cast<std::size_t>(r)]);
+      pg.kinds.data<std::int32_t>()[r] = static_cast<std::int32_t>(op_kind_index(o.kind));
+      float* f = pg.numeric.f32() + r * kNumNumericFeatures;
+      f[0] = static_cast<float>(std::log1p(std::max(0.0, o.flops)) / 24.0);
+      f[1] = static_cast<float>(std::log1p(static_cast<double>(std::max<std::int64_t>(0, o.output_bytes))) / 20.0);
+      f[2] = static_cast<float>(std::log1p(static_cast<double>(std::max<std::int64_t>(0, o.param_bytes))) / 20.0);
+      f[3] = o.has_time() ? 1.f : 0.f;
+      f[4] = o.has_time() ? static_cast<float>(std::log1p(o.time * 1e6) / 10.0) : 0.f;
+      f[5] = static_cast<float>(std::log1p(static_cast<double>(g.in_degree(o.id))) / 3.0);
+      f[6] = static_cast<float>(std::log1p(static_cast<double>(g.out_degree(o.id))) / 3.0);
+      f[7] = static_cast<float>(static_cast<double>(r) / static_cast<double>(std::max<std::int64_t>(n - 1, 1)));
+      f[8 + static_cast<int>(o.role)] = 1.f;
+    }
+    pg.set_edges(dst, src);
+    return pg;
+  }
+
+  // From raw arrays already in topological order (tests, synthetic graphs): kinds [n],
+  // numeric [n, kNumNumericFeatures], edges dst[k] <- src[k] with src[k] < dst[k].
+  static PolicyGraph from_arrays(std::string name, const Tensor& kinds, const Tensor& numeric,
+                                 std::span<const std::int32_t> dst, std::span<const std::int32_t> src) {
+    GO_CHECK(kinds.defined() && kinds.dtype() == DType::i32 && kinds.rank() == 1,
+             "PolicyGraph: kinds must be an i32 vector, got ", kinds.defined() ? kinds.describe() : "(undefined)");
+    const std::int64_t n = kinds.numel();
+    GO_CHECK(numeric.defined() && numeric.dtype() == DType::f32 && numeric.shape() == Shape({n, kNumNumericFeatures}),
+             "PolicyGraph: numeric must be f32 [", n, ", ", kNumNumericFeatures, "], got ",
+             numeric.defined() ? numeric.describe() : "(undefined)");
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::int32_t k = kinds.data<std::int32_t>()[r];
+      GO_CHECK(k >= 0 && k < static_cast<std::int32_t>(kNumOpKinds), "PolicyGraph: kind ", k, " of row ", r,
+               " out of range [0, ", kNumOpKinds, ")");
+    }
+    GO_CHECK(dst.size() == src.size(), "PolicyGraph: ", dst.size(), " edge destinations but ", src.size(),
+             " sources");
+    for (std::size_t e = 0; e < dst.size(); ++e)
+      GO_CHECK(src[e] >= 0 && src[e] < dst[e] && dst[e] < n, "PolicyGraph: edge ", e, " (", src[e], " -> ", dst[e],
+               ") is not forward in topological order over ", n, " rows");
+    PolicyGraph pg;
+    pg.name = std::move(name);
+    pg.num_nodes = n;
+    pg.order.resize(static_cast<std::size_t>(n));
+    pg.row_of.resize(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) {
+      pg.order[static_cast<std::size_t>(r)] = static_cast<OpId>(r);
+      pg.row_of[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(r);
+    }
+    pg.kinds = kinds.clone();
+    pg.numeric = numeric.clone();
+    pg.set_edges(dst, src);
+    return pg;
+  }
+
+ private:
+  void set_edges(std::span<const std::int32_t> dst, std::span<const std::int32_t> src) {
+    preds = CsrPair::from_edges(num_nodes, num_nodes, dst, src);
+    succs = CsrPair::from_edges(num_nodes, num_nodes, src, dst);
+    fusion_mask = Tensor::zeros(Shape{num_nodes, 2});
+    const std::int64_t* rp = preds.fwd.row_ptr.data<std::int64_t>();
+    for (std::int64_t r = 0; r < num_nodes; ++r)
+      if (rp[r + 1] == rp[r]) fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
+  }
+};
+
+}  // namespace go::policy

@@ -1,0 +1,241 @@
+#pragma once
+// GoPolicy: the GO policy network (Zhou et al., NeurIPS 2020) on go's own autodiff.
+//
+//   h0   = relu(numeric W_in + b_in + E_kind[kind])                   node features -> [n, d]
+//   h    = GraphSAGE(h0) over predecessors and successors (max-pool)  [n, d]
+//   c    = mean over rows of h                                        graph embedding [1, d]
+//   gates: one per attention block, 2 sigmoid(c W_l + b_l)           (parameter superposition)
+//   placement:  z_p = Blocks_p(h)                 logits_p = (LN(z_p) W_q + b_q) E_dev[:D]^T / sqrt(d)
+//   priority:   z_s = Blocks_s(z_p + A_dev[a_p])  logits_s = LN(z_s) W_s + b_s              [n, P]
+//   fusion:     z_f = Blocks_f(z_s + A_pri[a_s])  logits_f = LN(z_f) W_f + b_f + mask       [n, 2]
+//   value       = W_2 relu(W_1 [c, mean(E_dev[:D])] + b_1) + b_2                           [1, 1]
+//
+// Blocks are pre-norm segment-recurrent attention blocks (go/nn/segment_attention.hpp); each
+// task has its own, and each task reads the previous task's hidden states plus the embedding
+// of the action sampled for it (recurrent multi-task: the three are optimized jointly). Rows
+// are nodes in topological order; every task decides all rows in one pass.
+//
+// Placement works for any number of devices D in [1, max_devices] with the same weights: the
+// logits are scores against the first D learned device embeddings (the others are masked out).
+// Fusion: action 1 = "fuse into producer", 0 = not; masked for rows without a predecessor.
+//
+// forward() samples (seeded), decodes greedily, or takes given actions (teacher forcing, for
+// PPO's re-evaluation of stored actions), and returns the differentiable per-row joint
+// log-probability log p(a_p) + log p(a_s | a_p) + log p(a_f | a_p, a_s) and the sum of the
+// three conditional entropies.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "go/autograd/autograd.hpp"
+#include "go/nn/graph_sage.hpp"
+#include "go/nn/layers.hpp"
+#include "go/nn/segment_attention.hpp"
+#include "go/nn/superposition.hpp"
+#include "go/policy/config.hpp"
+#include "go/policy/features.hpp"
+
+namespace go::policy {
+
+// Actions of every row (topological order), i32 [n] each.
+struct Actions {
+  Tensor device;    // in [0, D)
+  Tensor priority;  // in [0, P)
+  Tensor fuse;      // 0 or 1
+
+  std::int64_t size() const { return device.defined() ? device.numel() : 0; }
+  Actions clone() const { return {device.clone(), priority.clone(), fuse.clone()}; }
+};
+
+struct PolicyOutput {
+  Variable device_logits;    // [n, D]
+  Variable priority_logits;  // [n, P]
+  Variable fusion_logits;    // [n, 2]
+  Actions actions;           // sampled, greedy or the given ones
+  Variable log_prob_device, log_prob_priority, log_prob_fusion;  // [n] each, conditional on earlier tasks
+  Variable log_prob;         // [n] joint log-probability of each row's three actions (their sum)
+  Variable log_prob_sum;     // scalar: the whole plan's log-probability
+  Variable entropy;          // [n] sum of the three conditional entropies of each row
+  Variable entropy_mean;     // scalar: mean over rows
+  Variable value;            // [1, 1] graph-level value estimate
+  Variable node_embedding;   // [n, d] encoder output (GraphSAGE)
+};
+
+enum class Decode : std::uint8_t { sample, greedy, given };
+
+class GoPolicy : public nn::Module {
+ public:
+  explicit GoPolicy(PolicyConfig cfg) : cfg_(std::move(cfg)) {
+    cfg_.validate();
+    Rng rng(cfg_.seed);
+    const std::int64_t d = cfg_.hidden;
+    input_ = register_module("input", std::make_shared<nn::Dense>(kNumNumericFeatures, d, rng));
+    kind_ = register_module("kind", std::make_shared<nn::Embedding>(static_cast<std::int64_t>(kNumOpKinds), d, rng,
+                                                                     1.f / std::sqrt(static_cast<float>(d))));
+    sage_ = register_module("sage", std::make_shared<nn::GraphSage>(d, cfg_.sage_layers, rng, cfg_.reduce()));
+    nn::SegmentAttentionOptions ao;
+    ao.dim = d;
+    ao.heads = cfg_.heads;
+    ao.seg_len = cfg_.segment_length;
+    ao.mem_len = cfg_.memory_length;
+    ao.causal = cfg_.causal;
+    ao.ffn_dim = cfg_.ffn_dim;
+    const char* task_names[3] = {"placement", "priority", "fusion"};
+    for (int t = 0; t < 3; ++t)
+      for (int l = 0; l < cfg_.layers_per_task; ++l)
+        blocks_[t].push_back(register_module(std::string(task_names[t]) + ".block" + std::to_string(l),
+                                             std::make_shared<nn::SegmentAttentionBlock>(ao, rng)));
+    for (int t = 0; t < 3; ++t)
+      final_ln_[t] = register_module(std::string(task_names[t]) + ".ln", std::make_shared<nn::LayerNorm>(d));
+    if (cfg_.superposition)
+      superposition_ =
+          register_module("superposition", std::make_shared<nn::Superposition>(d, d, 3 * cfg_.layers_per_task, rng));
+    const float emb_std = 1.f / std::sqrt(static_cast<float>(d));
+    device_query_ = register_module("placement.query",
+                                    std::make_shared<nn::Dense>(d, d, rng, nn::Activation::none, true, cfg_.head_gain));
+    devices_ = register_module("placement.devices", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng));
+    priority_head_ = register_module(
+        "priority.head",
+        std::make_shared<nn::Dense>(d, cfg_.priority_levels, rng, nn::Activation::none, true, cfg_.head_gain));
+    fusion_head_ = register_module(
+        "fusion.head", std::make_shared<nn::Dense>(d, 2, rng, nn::Activation::none, true, cfg_.head_gain));
+    device_action_ =
+        register_module("placement.action", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
+    priority_action_ =
+        register_module("priority.action", std::make_shared<nn::Embedding>(cfg_.priority_levels, d, rng, emb_std));
+    value1_ = register_module("value.fc1",
+                              std::make_shared<nn::Dense>(2 * d, cfg_.value_hidden, rng, nn::Activation::relu));
+    value2_ = register_module("value.fc2", std::make_shared<nn::Dense>(cfg_.value_hidden, 1, rng));
+  }
+
+  const PolicyConfig& config() const { return cfg_; }
+
+  // The encoder alone: GraphSAGE node embeddings [n, d] (rows in topological order).
+  Variable encode(const PolicyGraph& g) const {
+    check_graph(g);
+    Variable x = nn::linear_embedding_relu(Variable(g.numeric), input_->weight(), input_->bias(), kind_->table(), g.kinds);
+    return sage_->forward(x, g.preds, g.succs);
+  }
+
+  // One pass over the whole graph. mode: sample (needs rng), greedy, or given (needs `given`,
+  // whose rows are in topological order). num_devices in [1, max_devices].
+  PolicyOutput forward(const PolicyGraph& g, int num_devices, Decode mode, const Actions* given = nullptr,
+                       Rng* rng = nullptr) const {
+    check_graph(g);
+    GO_CHECK(num_devices >= 1 && num_devices <= cfg_.max_devices, "GoPolicy: num_devices ", num_devices,
+             " out of range [1, ", cfg_.max_devices, "] (config max_devices)");
+    GO_CHECK(mode != Decode::sample || rng != nullptr, "GoPolicy: sampling needs an Rng");
+    GO_CHECK(mode != Decode::given || given != nullptr, "GoPolicy: Decode::given needs actions");
+    const std::int64_t d = cfg_.hidden;
+    if (mode == Decode::given) check_actions(g, *given, num_devices);
+
+    PolicyOutput out;
+    Variable h = encode(g);
+    out.node_embedding = h;
+    Variable context = mean(h, 0);  // [1, d]
+    auto run_blocks = [&](int task, Variable x) {
+      for (int l = 0; l < cfg_.layers_per_task; ++l) {
+        Variable gate = superposition_ ? superposition_->gate(task * cfg_.layers_per_task + l, context) : Variable();
+        x = blocks_[task][static_cast<std::size_t>(l)]->forward(x, gate);
+      }
+      return x;
+    };
+    auto choose = [&](const Variable& logits, const Tensor* given_actions) {
+      if (mode == Decode::given) return *given_actions;
+      if (mode == Decode::greedy) return argmax_rows(logits.value());
+      return sample_categorical(logits.value(), *rng);
+    };
+
+    // placement
+    Variable zp = run_blocks(0, h);
+    Variable dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
+    Variable q = head(zp, 0, *device_query_);
+    out.device_logits = scale(matmul(q, dev, false, true), 1.f / std::sqrt(static_cast<float>(d)));
+    out.actions.device = choose(out.device_logits, given ? &given->device : nullptr);
+
+    // priority
+    Variable zs = run_blocks(1, device_action_->add_to(zp, out.actions.device));
+    out.priority_logits = head(zs, 1, *priority_head_);
+    out.actions.priority = choose(out.priority_logits, given ? &given->priority : nullptr);
+
+    // fusion
+    Variable zf = run_blocks(2, priority_action_->add_to(zs, out.actions.priority));
+    out.fusion_logits = nn::add_same(head(zf, 2, *fusion_head_), Variable(g.fusion_mask));
+    out.actions.fuse = choose(out.fusion_logits, given ? &given->fuse : nullptr);
+
+    out.log_prob_device = categorical_log_prob(out.device_logits, out.actions.device);
+    out.log_prob_priority = categorical_log_prob(out.priority_logits, out.actions.priority);
+    out.log_prob_fusion = categorical_log_prob(out.fusion_logits, out.actions.fuse);
+    out.log_prob = out.log_prob_device + out.log_prob_priority + out.log_prob_fusion;
+    out.log_prob_sum = sum(out.log_prob);
+    out.entropy = categorical_entropy(out.device_logits) + categorical_entropy(out.priority_logits) +
+                  categorical_entropy(out.fusion_logits);
+    out.entropy_mean = mean(out.entropy);
+    Variable vin = concat({context, mean(dev, 0)}, 1);  // [1, 2d]
+    out.value = value2_->forward(value1_->forward(vin));
+    return out;
+  }
+
+  // Convenience: a sampled (or greedy) decision without recording gradients.
+  Actions act(const PolicyGraph& g, int num_devices, Rng* rng, bool greedy = false) const {
+    NoGradGuard no_grad;
+    return forward(g, num_devices, greedy ? Decode::greedy : Decode::sample, nullptr, rng).actions;
+  }
+
+  // Saves the parameters with the config as metadata; load() checks the names and shapes.
+  void save_policy(const std::string& path) const { save(path, {{"config", cfg_.to_json()}}); }
+  // Builds a policy from a file written by save_policy().
+  static std::shared_ptr<GoPolicy> load_policy(const std::string& path) {
+    const LoadedTensors lt = load_tensors(path);
+    GO_CHECK(lt.meta.contains("config"), path, ": no policy config in the parameter file's metadata");
+    auto p = std::make_shared<GoPolicy>(PolicyConfig::from_json(lt.meta.at("config"), path + ": config"));
+    p->load(path);
+    return p;
+  }
+
+ private:
+  // LN_task(z) W + b without keeping LN_task(z) (nn::ln_linear).
+  Variable head(const Variable& z, int task, const nn::Dense& dense) const {
+    return nn::ln_linear(z, final_ln_[task]->gamma(), final_ln_[task]->beta(), dense.weight(), dense.bias());
+  }
+  void check_graph(const PolicyGraph& g) const {
+    const std::int64_t n = g.num_nodes;
+    GO_CHECK(n >= 1, "GoPolicy: graph '", g.name, "' has no nodes");
+    GO_CHECK(g.numeric.defined() && g.numeric.shape() == Shape({n, kNumNumericFeatures}) && g.kinds.defined() &&
+                 g.kinds.numel() == n && g.preds.n_dst() == n && g.succs.n_dst() == n &&
+                 g.fusion_mask.shape() == Shape({n, 2}),
+             "GoPolicy: graph '", g.name, "' is inconsistent (", n, " nodes; numeric ",
+             g.numeric.defined() ? g.numeric.shape().to_string() : "undefined", ")");
+  }
+  void check_actions(const PolicyGraph& g, const Actions& a, int num_devices) const {
+    const std::int64_t n = g.num_nodes;
+    auto check = [&](const Tensor& t, const char* what, int limit) {
+      GO_CHECK(t.defined() && t.dtype() == DType::i32 && t.numel() == n, "GoPolicy: given ", what, " actions ",
+               t.defined() ? t.describe() : std::string("(undefined)"), " must be i32 [", n, "]");
+      const std::int32_t* p = t.data<std::int32_t>();
+      for (std::int64_t i = 0; i < n; ++i)
+        GO_CHECK(p[i] >= 0 && p[i] < limit, "GoPolicy: given ", what, " action ", p[i], " of row ", i,
+                 " out of range [0, ", limit, ")");
+    };
+    check(a.device, "device", num_devices);
+    check(a.priority, "priority", cfg_.priority_levels);
+    check(a.fuse, "fusion", 2);
+    for (std::int64_t i = 0; i < n; ++i)
+      GO_CHECK(a.fuse.data<std::int32_t>()[i] == 0 || g.fusion_mask.f32()[i * 2 + 1] == 0.f, "GoPolicy: given fusion "
+               "action 1 (fuse into producer) for row ", i, ", which has no predecessor");
+  }
+
+  PolicyConfig cfg_;
+  std::shared_ptr<nn::Dense> input_;
+  std::shared_ptr<nn::Embedding> kind_;
+  std::shared_ptr<nn::GraphSage> sage_;
+  std::vector<std::shared_ptr<nn::SegmentAttentionBlock>> blocks_[3];
+  std::shared_ptr<nn::LayerNorm> final_ln_[3];
+  std::shared_ptr<nn::Superposition> superposition_;
+  std::shared_ptr<nn::Dense> device_query_, priority_head_, fusion_head_, value1_, value2_;
+  std::shared_ptr<nn::Embedding> devices_, device_action_, priority_action_;
+};
+
+}  // namespace go::policy

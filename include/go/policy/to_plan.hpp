@@ -1,0 +1,18 @@
+#pragma once
+// Adapter from a policy Decision (go/policy/decode.hpp) to the simulator's Plan
+// (go/sim/plan.hpp): same per-OpId vectors; the priority level becomes a float
+// (higher runs first, as in Plan), the fusion group id is the group's first op.
+#include "go/policy/decode.hpp"
+#include "go/sim/plan.hpp"
+
+namespace go::policy {
+
+inline Plan to_plan(const Decision& d) {
+  Plan p;
+  p.device = d.device;
+  p.priority.assign(d.priority.begin(), d.priority.end());
+  p.fusion = d.fusion_group;
+  return p;
+}
+
+}  // namespace go::policy

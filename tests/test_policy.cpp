@@ -1,0 +1,393 @@
+// go/policy: features, the GO policy network (shapes, whole-network finite-difference
+// gradients, segment-length invariance with a full memory, save/load), decoding into
+// valid plans.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/policy/all.hpp"
+#include "go/policy/to_plan.hpp"
+#include "harness.hpp"
+
+using namespace go;
+using namespace go::policy;
+
+namespace {
+
+// A random op graph: op i reads 1-3 earlier ops among the previous `window`; some ops own
+// parameters and share a colocation group; some get a measured time.
+OpGraph random_op_graph(std::int32_t n, std::uint64_t seed, std::int32_t window = 8) {
+  Rng rng(seed);
+  GraphInfo info;
+  info.name = "random" + std::to_string(n);
+  GraphBuilder b(info);
+  for (std::int32_t i = 0; i < n; ++i) {
+    OpSpec s;
+    s.name = "op" + std::to_string(i);
+    s.kind = static_cast<OpKind>(rng.uniform_int(kNumOpKinds));
+    s.flops = i % 3 == 0 ? 0.0 : std::pow(10.0, rng.uniform(2.f, 10.f));
+    s.param_bytes = i % 5 == 0 ? static_cast<std::int64_t>(rng.uniform_int(1 << 20)) : 0;
+    s.time = i % 4 == 0 ? rng.uniform(1e-6f, 1e-3f) : kNoTime;
+    s.colocation = i % 7 == 0 ? static_cast<std::int32_t>(i % 3) : -1;
+    TensorSpec t;
+    t.shape = {static_cast<std::int64_t>(1 + rng.uniform_int(64)), 16};
+    s.outputs.push_back(t);
+    if (i > 0) {
+      const int k = 1 + static_cast<int>(rng.uniform_int(3));
+      for (int j = 0; j < k; ++j) {
+        const std::int32_t lo = std::max(0, i - window);
+        s.inputs.push_back(TensorRef{lo + static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i - lo))), 0});
+      }
+    }
+    b.add_op(std::move(s));
+  }
+  return b.build();
+}
+
+PolicyConfig small_config() {
+  PolicyConfig c;
+  c.hidden = 8;
+  c.heads = 2;
+  c.sage_layers = 2;
+  c.segment_length = 8;
+  c.memory_length = 8;
+  c.layers_per_task = 1;
+  c.ffn_dim = 12;
+  c.max_devices = 4;
+  c.priority_levels = 3;
+  c.value_hidden = 6;
+  c.head_gain = 1.f;  // non-trivial logits for the gradient check
+  c.seed = 7;
+  return c;
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("go_test_policy_" + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("PolicyGraph: rows in topological order, graph-independent features, CSRs, fusion mask", "[policy]") {
+  const OpGraph g = random_op_graph(40, 1);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  REQUIRE(pg.num_nodes == 40);
+  CHECK(pg.numeric.shape() == Shape({40, kNumNumericFeatures}));
+  for (std::int64_t r = 0; r < 40; ++r) {
+    const OpId op = pg.order[static_cast<std::size_t>(r)];
+    CHECK(pg.row_of[static_cast<std::size_t>(op)] == r);
+    CHECK(pg.kinds.data<std::int32_t>()[r] == static_cast<std::int32_t>(g.op(op).kind));
+    CHECK(pg.preds.fwd.degree(r) == g.in_degree(op));
+    CHECK(pg.succs.fwd.degree(r) == g.out_degree(op));
+    const float* f = pg.numeric.f32() + r * kNumNumericFeatures;
+    CHECK(f[7] == Approx(static_cast<double>(r) / 39.0));
+    CHECK(f[3] == (g.op(op).has_time() ? 1.f : 0.f));
+    CHECK(f[8] == 1.f);  // forward role
+    for (int k = 0; k < kNumNumericFeatures; ++k) CHECK((f[k] >= 0.f && f[k] <= 2.f));
+    // a row's predecessors are earlier rows
+    const auto* rp = pg.preds.fwd.row_ptr.data<std::int64_t>();
+    for (std::int64_t e = rp[r]; e < rp[r + 1]; ++e) CHECK(pg.preds.fwd.col_idx.data<std::int32_t>()[e] < r);
+    CHECK(pg.fusion_mask.f32()[r * 2 + 1] == (g.in_degree(op) == 0 ? kMaskedLogit : 0.f));
+  }
+  CHECK_THROWS_WITH(PolicyGraph::from_arrays("bad", Tensor::zeros(Shape{3}, DType::i32),
+                                             Tensor::zeros(Shape{3, kNumNumericFeatures}),
+                                             std::vector<std::int32_t>{0}, std::vector<std::int32_t>{1}),
+                    Catch::Contains("not forward in topological order"));
+}
+
+TEST_CASE("PolicyConfig: JSON round trip, defaults, errors naming the key", "[policy]") {
+  const PolicyConfig d;
+  CHECK(d.hidden == 128);
+  CHECK(d.sage_layers == 2);
+  CHECK(d.segment_length == 128);
+  const PolicyConfig c = PolicyConfig::parse(R"({"type": "go_policy", "hidden": 64, "heads": 8, "causal": false})");
+  CHECK(c.hidden == 64);
+  CHECK(c.heads == 8);
+  CHECK_FALSE(c.causal);
+  CHECK(PolicyConfig::from_json(c.to_json()).to_json() == c.to_json());
+  CHECK_THROWS_WITH(PolicyConfig::parse(R"({"hiden": 64})"), Catch::Contains("unknown key \"hiden\""));
+  CHECK_THROWS_WITH(PolicyConfig::parse(R"({"hidden": 30, "heads": 4})"), Catch::Contains("\"heads\" 4 must divide"));
+  CHECK_THROWS_WITH(PolicyConfig::parse(R"({"causal": 1})"), Catch::Contains("\"causal\" must be true or false"));
+  CHECK_THROWS_WITH(PolicyConfig::parse("{"), Catch::Contains("not valid JSON"));
+}
+
+TEST_CASE("GoPolicy: output shapes for 1 to max_devices devices, sampling and greedy decoding", "[policy]") {
+  const OpGraph g = random_op_graph(50, 2);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.max_devices = 8;
+  GoPolicy net(cfg);
+  for (int D : {1, 2, 5, 8}) {
+    Rng rng(11);
+    const PolicyOutput out = net.forward(pg, D, Decode::sample, nullptr, &rng);
+    CHECK(out.device_logits.shape() == Shape({50, D}));
+    CHECK(out.priority_logits.shape() == Shape({50, 3}));
+    CHECK(out.fusion_logits.shape() == Shape({50, 2}));
+    CHECK(out.log_prob.shape() == Shape({50}));
+    CHECK(out.entropy.shape() == Shape({50}));
+    CHECK(out.value.shape() == Shape({1, 1}));
+    CHECK(out.log_prob_sum.numel() == 1);
+    for (std::int64_t r = 0; r < 50; ++r) {
+      CHECK(out.actions.device.data<std::int32_t>()[r] < D);
+      CHECK(out.actions.priority.data<std::int32_t>()[r] < 3);
+      CHECK(out.log_prob.value().f32()[r] <= 0.f);
+      CHECK(out.entropy.value().f32()[r] >= 0.f);
+      // rows without a producer never fuse
+      if (pg.preds.fwd.degree(r) == 0) CHECK(out.actions.fuse.data<std::int32_t>()[r] == 0);
+    }
+    // the same seed gives the same actions; teacher forcing reproduces the log-probabilities
+    Rng rng2(11);
+    const Actions again = net.act(pg, D, &rng2);
+    CHECK(bit_equal(again.device, out.actions.device));
+    CHECK(bit_equal(again.priority, out.actions.priority));
+    CHECK(bit_equal(again.fuse, out.actions.fuse));
+    const PolicyOutput forced = net.forward(pg, D, Decode::given, &out.actions);
+    CHECK(bit_equal(forced.log_prob.value(), out.log_prob.value()));
+    // greedy = argmax of each task's logits given the previous greedy choices
+    const PolicyOutput gr = net.forward(pg, D, Decode::greedy);
+    CHECK(bit_equal(gr.actions.device, argmax_rows(gr.device_logits.value())));
+    CHECK(bit_equal(gr.actions.fuse, argmax_rows(gr.fusion_logits.value())));
+  }
+  Rng rng(1);
+  CHECK_THROWS_WITH(net.forward(pg, 9, Decode::sample, nullptr, &rng), Catch::Contains("num_devices 9 out of range"));
+  CHECK_THROWS_WITH(net.forward(pg, 2, Decode::sample), Catch::Contains("needs an Rng"));
+  Actions bad = net.act(pg, 4, &rng);
+  CHECK_THROWS_WITH(net.forward(pg, 2, Decode::given, &bad), Catch::Contains("out of range [0, 2)"));
+}
+
+TEST_CASE("GoPolicy: finite-difference gradient of the whole network", "[policy]") {
+  const OpGraph g = random_op_graph(20, 3, 6);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.segment_length = 32;  // one segment: the stop-gradient memory would make finite differences
+                            // see paths the gradient deliberately ignores
+  cfg.memory_length = 0;
+  GoPolicy net(cfg);
+  Rng rng(5);
+  const Actions actions = net.act(pg, 3, &rng);
+  const Tensor w = Tensor::uniform(Shape{20}, rng, -1.f, 1.f);
+  auto loss_of = [&](const PolicyOutput& o) {  // double, outside the network
+    double s = 0;
+    for (int i = 0; i < 20; ++i)
+      s += static_cast<double>(o.log_prob.value().f32()[i]) * w.f32()[i] + 0.3 * o.entropy.value().f32()[i];
+    return s + 2.0 * o.value.item();
+  };
+  PolicyOutput out = net.forward(pg, 3, Decode::given, &actions);
+  Variable loss = sum(out.log_prob * Variable(w)) + sum(out.entropy) * 0.3f + out.value * 2.f;
+  net.zero_grad();
+  loss.backward();
+  const double eps = 5e-4;
+  int checked = 0, bad = 0;
+  double diff2 = 0, num2 = 0;
+  Rng pick(9);
+  for (auto& [name, p] : net.named_parameters()) {
+    const Tensor analytic = p.grad().clone();
+    float* x = p.value().f32();
+    const std::int64_t m = p.numel();
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t i = static_cast<std::int64_t>(pick.uniform_int(static_cast<std::uint64_t>(m)));
+      const float x0 = x[i];
+      double up, down;
+      {
+        NoGradGuard ng;
+        x[i] = static_cast<float>(x0 + eps);
+        up = loss_of(net.forward(pg, 3, Decode::given, &actions));
+        x[i] = static_cast<float>(x0 - eps);
+        down = loss_of(net.forward(pg, 3, Decode::given, &actions));
+        x[i] = x0;
+      }
+      const double num = (up - down) / (2 * eps), an = analytic.f32()[i];
+      diff2 += (an - num) * (an - num);
+      num2 += num * num;
+      ++checked;
+      if (std::abs(an - num) > 5e-3 + 5e-2 * std::abs(num)) {
+        ++bad;
+        WARN(name << "[" << i << "]: analytic " << an << ", numeric " << num);
+      }
+    }
+  }
+  INFO(checked << " parameter elements checked; ||analytic - numeric|| = " << std::sqrt(diff2)
+               << ", ||numeric|| = " << std::sqrt(num2));
+  CHECK(std::sqrt(diff2) <= 2e-2 * std::sqrt(num2));
+  CHECK(bad <= checked / 50);  // a step can cross a relu / max kink
+  CHECK(checked > 100);
+}
+
+TEST_CASE("GoPolicy: with a memory covering the graph, the segment length does not change the output",
+          "[policy]") {
+  const OpGraph g = random_op_graph(45, 4);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.causal = true;
+  cfg.memory_length = 64;  // >= n
+  cfg.layers_per_task = 2;
+  Actions actions;
+  PolicyOutput ref;
+  for (std::int64_t seg : {45, 1, 7, 16, 100}) {
+    cfg.segment_length = seg;
+    GoPolicy net(cfg);  // same seed: same weights
+    if (seg == 45) {
+      Rng rng(3);
+      actions = net.act(pg, 3, &rng);
+      ref = net.forward(pg, 3, Decode::given, &actions);
+      continue;
+    }
+    INFO("segment length " << seg);
+    const PolicyOutput o = net.forward(pg, 3, Decode::given, &actions);
+    go::test::require_close(o.device_logits.value(), ref.device_logits.value(), 1e-5, 1e-5, "device logits");
+    go::test::require_close(o.priority_logits.value(), ref.priority_logits.value(), 1e-5, 1e-5, "priority logits");
+    go::test::require_close(o.fusion_logits.value(), ref.fusion_logits.value(), 1e-5, 1e-5, "fusion logits");
+    go::test::require_close(o.log_prob.value(), ref.log_prob.value(), 1e-5, 1e-5, "log-probabilities");
+    go::test::require_close(o.value.value(), ref.value.value(), 1e-5, 1e-5, "value");
+  }
+  // Without causality, a full memory still lets a segment see only the rows up to its end,
+  // so the output does depend on the segment length.
+  cfg.causal = false;
+  cfg.segment_length = 45;
+  const PolicyOutput a = GoPolicy(cfg).forward(pg, 3, Decode::given, &actions);
+  cfg.segment_length = 7;
+  const PolicyOutput b = GoPolicy(cfg).forward(pg, 3, Decode::given, &actions);
+  CHECK_FALSE(bit_equal(a.device_logits.value(), b.device_logits.value()));
+}
+
+TEST_CASE("GoPolicy: a saved and reloaded policy gives bit-identical outputs", "[policy]") {
+  const OpGraph g = random_op_graph(60, 5);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.seed = 99;
+  GoPolicy net(cfg);
+  // move the weights away from their initialization
+  for (auto& [name, p] : net.named_parameters()) {
+    Rng r(std::hash<std::string>{}(name));
+    float* x = p.value().f32();
+    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.05f, 0.05f);
+  }
+  const std::string path = temp_path("saved.params");
+  net.save_policy(path);
+  auto loaded = GoPolicy::load_policy(path);
+  CHECK(loaded->config().to_json() == cfg.to_json());
+  Rng r1(42), r2(42);
+  const PolicyOutput a = net.forward(pg, 4, Decode::sample, nullptr, &r1);
+  const PolicyOutput b = loaded->forward(pg, 4, Decode::sample, nullptr, &r2);
+  CHECK(bit_equal(a.device_logits.value(), b.device_logits.value()));
+  CHECK(bit_equal(a.priority_logits.value(), b.priority_logits.value()));
+  CHECK(bit_equal(a.fusion_logits.value(), b.fusion_logits.value()));
+  CHECK(bit_equal(a.log_prob.value(), b.log_prob.value()));
+  CHECK(bit_equal(a.entropy.value(), b.entropy.value()));
+  CHECK(bit_equal(a.value.value(), b.value.value()));
+  CHECK(bit_equal(a.actions.device, b.actions.device));
+  CHECK(bit_equal(a.actions.priority, b.actions.priority));
+  CHECK(bit_equal(a.actions.fuse, b.actions.fuse));
+  // a different architecture refuses the file, naming the mismatch
+  PolicyConfig other = cfg;
+  other.hidden = 16;
+  GoPolicy wrong(other);
+  CHECK_THROWS_WITH(wrong.load(path), Catch::Contains("expected"));
+  std::remove(path.c_str());
+}
+
+namespace {
+// Independent check of a decision: groups on one device, and the graph of groups acyclic.
+void require_valid(const OpGraph& g, const Decision& d) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<OpId> unit(n);
+  for (std::size_t i = 0; i < n; ++i) unit[i] = d.fusion_group[i] < 0 ? static_cast<OpId>(i) : d.fusion_group[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    REQUIRE(d.device[i] >= 0);
+    REQUIRE(d.device[i] < d.num_devices);
+    if (d.fusion_group[i] >= 0) REQUIRE(d.device[i] == d.device[static_cast<std::size_t>(d.fusion_group[i])]);
+  }
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<OpId>> out(n);
+  for (std::size_t v = 0; v < n; ++v)
+    for (OpId p : g.pred(static_cast<OpId>(v)))
+      if (unit[static_cast<std::size_t>(p)] != unit[v]) {
+        out[static_cast<std::size_t>(unit[static_cast<std::size_t>(p)])].push_back(unit[v]);
+        ++indeg[static_cast<std::size_t>(unit[v])];
+      }
+  std::vector<OpId> q;
+  std::size_t units = 0;
+  for (std::size_t v = 0; v < n; ++v)
+    if (unit[v] == static_cast<OpId>(v)) {
+      ++units;
+      if (indeg[v] == 0) q.push_back(static_cast<OpId>(v));
+    }
+  for (std::size_t h = 0; h < q.size(); ++h)
+    for (OpId w : out[static_cast<std::size_t>(q[h])])
+      if (--indeg[static_cast<std::size_t>(w)] == 0) q.push_back(w);
+  REQUIRE(q.size() == units);
+}
+}  // namespace
+
+TEST_CASE("decode: fusion groups are single-device and convex; colocation is respected; to_plan is valid",
+          "[policy]") {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const OpGraph g = random_op_graph(300, seed, 5);
+    const PolicyGraph pg = PolicyGraph::from_graph(g);
+    Rng rng(seed);
+    Actions a;
+    const int D = 1 + static_cast<int>(seed % 3);
+    a.device = Tensor::empty(Shape{300}, DType::i32);
+    a.priority = Tensor::empty(Shape{300}, DType::i32);
+    a.fuse = Tensor::empty(Shape{300}, DType::i32);
+    for (int r = 0; r < 300; ++r) {
+      a.device.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(D)));
+      a.priority.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(4));
+      a.fuse.data<std::int32_t>()[r] = rng.uniform() < 0.8f ? 1 : 0;
+    }
+    const Decision d = decode(g, pg, a, D);
+    INFO("seed " << seed << ": " << d.fused << " of " << d.fuse_requested << " fusions accepted, " << d.refused_device
+                 << " refused (device), " << d.refused_cycle << " refused (cycle)");
+    require_valid(g, d);
+    CHECK(d.fused > 0);
+    if (D == 1) CHECK(d.refused_device == 0);
+    for (OpId i = 0; i < g.num_ops(); ++i) CHECK(d.priority[static_cast<std::size_t>(i)] ==
+                                                 a.priority.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(i)]]);
+    const Plan plan = to_plan(d);
+    CHECK(check_plan(g, plan, D) == "");
+  }
+  // A tight search budget only refuses more merges.
+  const OpGraph g = random_op_graph(200, 77, 4);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  GoPolicy net(small_config());
+  Rng rng(1);
+  const Actions a = net.act(pg, 2, &rng);
+  const Decision full = decode(g, pg, a, 2);
+  const Decision tight = decode(g, pg, a, 2, {.colocate = true, .search_budget = 1});
+  require_valid(g, full);
+  require_valid(g, tight);
+  CHECK(tight.fused <= full.fused);
+  CHECK(check_plan(g, to_plan(full), 2) == "");
+}
+
+TEST_CASE("GoPolicy on a zoo training graph: one pass, decoded into a plan the simulator accepts", "[policy]") {
+  const OpGraph g = make_training_graph(load_graph("zoo:rnnlm2"));
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.head_gain = 0.01f;
+  GoPolicy net(cfg);
+  for (int D : {2, 4}) {
+    Rng rng(static_cast<std::uint64_t>(D));
+    const PolicyOutput out = net.forward(pg, D, Decode::sample, nullptr, &rng);
+    CHECK(out.device_logits.shape() == Shape({g.num_ops(), D}));
+    // a near-uniform first policy: entropy close to log D + log P + log 2 on rows that can fuse
+    CHECK(out.entropy_mean.item() > 0.9f * static_cast<float>(std::log(D) + std::log(3.0)));
+    const Decision d = decode(g, pg, out.actions, D);
+    INFO(g.num_ops() << " ops: " << d.fused << " of " << d.fuse_requested << " fusions accepted, " << d.num_groups
+                     << " groups");
+    CHECK(d.fused > 0);
+    require_valid(g, d);
+    CHECK(check_plan(g, to_plan(d), D) == "");
+  }
+}
