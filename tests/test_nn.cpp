@@ -177,7 +177,7 @@ TEST_CASE("Superposition gates are 2 sigmoid(c W + b), differentiable in c", "[n
   CHECK_THROWS_WITH(sp.gate(3, Variable(c)), Catch::Contains("out of range"));
 }
 
-TEST_CASE("nn::attention equals go::seg_attention, gradients written in place or accumulated", "[nn]") {
+TEST_CASE("seg_attention writes gradients in place or accumulates, matching the tensor-level backward", "[nn]") {
   Rng rng(8);
   kernels::SegAttention p;
   p.heads = 2;
@@ -187,22 +187,29 @@ TEST_CASE("nn::attention equals go::seg_attention, gradients written in place or
   p.causal = true;
   const Tensor q = random_tensor(Shape{13, 8}, rng), k = random_tensor(Shape{13, 8}, rng),
                v = random_tensor(Shape{13, 8}, rng), seed = random_tensor(Shape{13, 8}, rng);
-  Variable a1(q, true), b1(k, true), c1(v, true), a2(q, true), b2(k, true), c2(v, true);
-  Variable y1 = nn::attention(a1, b1, c1, p), y2 = seg_attention(a2, b2, c2, p);
-  require_close(y1.value(), y2.value(), 0, 0, "forward");
-  y1.backward(seed);
-  y2.backward(seed);
-  require_close(a1.grad(), a2.grad(), 0, 0, "dq");
-  require_close(b1.grad(), b2.grad(), 0, 0, "dk");
-  require_close(c1.grad(), c2.grad(), 0, 0, "dv");
-  // a second backward accumulates; self-attention on one variable takes the generic path
-  nn::attention(a1, b1, c1, p).backward(seed);
-  seg_attention(a2, b2, c2, p).backward(seed);
-  require_close(a1.grad(), a2.grad(), 1e-6, 1e-6, "dq accumulated");
-  Variable s1(q, true), s2(q, true);
-  nn::attention(s1, s1, s1, p).backward(seed);
-  seg_attention(s2, s2, s2, p).backward(seed);
-  require_close(s1.grad(), s2.grad(), 1e-6, 1e-6, "self-attention on one variable");
+  const SegAttentionOutput fwd = seg_attention_forward(q, k, v, p);
+  const SegAttentionGrads want = seg_attention_backward(q, k, v, fwd.out, fwd.lse, seed, p);
+  // Fresh, distinct inputs: the in-place path.
+  Variable a(q, true), b(k, true), c(v, true);
+  Variable y = seg_attention(a, b, c, p);
+  require_close(y.value(), fwd.out, 0, 0, "forward");
+  y.backward(seed);
+  require_close(a.grad(), want.dq, 0, 0, "dq");
+  require_close(b.grad(), want.dk, 0, 0, "dk");
+  require_close(c.grad(), want.dv, 0, 0, "dv");
+  // A second backward accumulates (the generic path).
+  seg_attention(a, b, c, p).backward(seed);
+  Tensor twice = want.dq.clone();
+  for (std::int64_t i = 0; i < twice.numel(); ++i) twice.f32()[i] *= 2.f;
+  require_close(a.grad(), twice, 1e-6, 1e-6, "dq accumulated");
+  // Self-attention on one variable: the three gradients add up.
+  Variable s(q, true);
+  const SegAttentionOutput self_fwd = seg_attention_forward(q, q, q, p);
+  const SegAttentionGrads self_g = seg_attention_backward(q, q, q, self_fwd.out, self_fwd.lse, seed, p);
+  seg_attention(s, s, s, p).backward(seed);
+  Tensor sum3 = self_g.dq.clone();
+  for (std::int64_t i = 0; i < sum3.numel(); ++i) sum3.f32()[i] += self_g.dk.f32()[i] + self_g.dv.f32()[i];
+  require_close(s.grad(), sum3, 1e-6, 1e-6, "self-attention on one variable");
 }
 
 TEST_CASE("nn::ln_linear and the pre-norm mlp_gelu equal layer_norm followed by the op", "[nn]") {

@@ -92,7 +92,9 @@ inline SegAttentionGrads seg_attention_backward(const Tensor& q, const Tensor& k
 }
 
 // Autograd op: out = SegAttention(q, k, v), n taken from q's rows. The backward
-// recomputes the probabilities from the saved lse (no score matrix is stored).
+// recomputes the probabilities from the saved lse (no score matrix is stored)
+// and, when q, k and v are distinct variables without a gradient yet, writes
+// dq, dk and dv straight into their gradient buffers (no copies).
 inline Variable seg_attention(const Variable& q, const Variable& k, const Variable& v,
                               const kernels::SegAttention& params) {
   const kernels::SegAttention p = detail::check_seg_attention(q.value(), k.value(), v.value(), params);
@@ -100,10 +102,22 @@ inline Variable seg_attention(const Variable& q, const Variable& k, const Variab
   Tensor out = fwd.out;
   Tensor lse = std::move(fwd.lse);
   return Variable::make(std::move(fwd.out), {q, k, v}, [p, out, lse](std::vector<Variable>& in, const Tensor& grad) {
-    const SegAttentionGrads g = seg_attention_backward(in[0].value(), in[1].value(), in[2].value(), out, lse, grad, p);
-    if (in[0].requires_grad()) in[0].add_grad(g.dq);
-    if (in[1].requires_grad()) in[1].add_grad(g.dk);
-    if (in[2].requires_grad()) in[2].add_grad(g.dv);
+    const bool distinct = in[0].id() != in[1].id() && in[0].id() != in[2].id() && in[1].id() != in[2].id();
+    bool direct = distinct;
+    for (int i = 0; i < 3 && direct; ++i) direct = in[i].requires_grad() && !in[i].has_grad();
+    if (!direct) {
+      const SegAttentionGrads g = seg_attention_backward(in[0].value(), in[1].value(), in[2].value(), out, lse, grad, p);
+      if (in[0].requires_grad()) in[0].add_grad(g.dq);
+      if (in[1].requires_grad()) in[1].add_grad(g.dk);
+      if (in[2].requires_grad()) in[2].add_grad(g.dv);
+      return;
+    }
+    bool acc = false;
+    float* dq = in[0].grad_slot(acc).f32();
+    float* dk = in[1].grad_slot(acc).f32();
+    float* dv = in[2].grad_slot(acc).f32();
+    kernels::seg_attention_backward(p, in[0].value().f32(), in[1].value().f32(), in[2].value().f32(), out.f32(),
+                                    lse.f32(), grad.f32(), dq, dk, dv);
   });
 }
 

@@ -15,8 +15,6 @@
 //   add_same(a, b)                      a + b for two tensors of one shape
 //   mul_row(x, g)                       x * g with g one row [1, d] (or [d]) broadcast over the rows
 //   add_embedding(x, table, ids)        x + table[ids] (an embedding added to every row)
-//   attention(q, k, v, params)          go::seg_attention whose backward writes dq, dk, dv straight
-//                                       into the inputs' gradient buffers (no copies)
 //   column_sum_into(g, rows, cols, out, accumulate)   helper: out[c] (+)= sum_r g[r, c]
 #include <cmath>
 #include <cstdint>
@@ -581,35 +579,6 @@ inline Variable add_embedding(const Variable& x, const Variable& table, const Te
         }
       }
     }
-  });
-}
-
-// Segment-recurrent attention (see go/autograd/attention.hpp for the semantics): the same
-// forward as go::seg_attention; the backward hands the kernel the inputs' gradient buffers when
-// they hold no gradient yet, instead of allocating three and adding them in.
-inline Variable attention(const Variable& q, const Variable& k, const Variable& v, const kernels::SegAttention& params) {
-  const kernels::SegAttention p = go::detail::check_seg_attention(q.value(), k.value(), v.value(), params);
-  SegAttentionOutput fwd = seg_attention_forward(q.value(), k.value(), v.value(), p);
-  Tensor out = fwd.out;
-  Tensor lse = std::move(fwd.lse);
-  return Variable::make(std::move(fwd.out), {q, k, v}, [p, out, lse](std::vector<Variable>& in, const Tensor& g) {
-    // Distinct variables without a gradient yet: write into their buffers directly.
-    const bool distinct = in[0].id() != in[1].id() && in[0].id() != in[2].id() && in[1].id() != in[2].id();
-    bool direct = distinct;
-    for (int i = 0; i < 3 && direct; ++i) direct = in[i].requires_grad() && !in[i].has_grad();
-    if (!direct) {
-      const SegAttentionGrads d = seg_attention_backward(in[0].value(), in[1].value(), in[2].value(), out, lse, g, p);
-      if (in[0].requires_grad()) in[0].add_grad(d.dq);
-      if (in[1].requires_grad()) in[1].add_grad(d.dk);
-      if (in[2].requires_grad()) in[2].add_grad(d.dv);
-      return;
-    }
-    bool acc = false;
-    float* dq = in[0].grad_slot(acc).f32();
-    float* dk = in[1].grad_slot(acc).f32();
-    float* dv = in[2].grad_slot(acc).f32();
-    kernels::seg_attention_backward(p, in[0].value().f32(), in[1].value().f32(), in[2].value().f32(), out.f32(),
-                                    lse.f32(), g.f32(), dq, dk, dv);
   });
 }
 

@@ -67,7 +67,7 @@ class SegmentAttentionBlock : public Module {
              " must be [n, ", o_.dim, "]");
     Variable u = gate.defined() ? mul_row(x, gate) : x;
     Variable z = ln1_->forward(u);
-    Variable att = attention(q_->forward(z), k_->forward(z), v_->forward(z), attention_params());
+    Variable att = seg_attention(q_->forward(z), k_->forward(z), v_->forward(z), attention_params());
     Variable a = linear(att, o_proj_->weight(), o_proj_->bias(), Activation::none, u);  // u + att W_o + b_o
     return mlp_gelu(a, ff1_->weight(), ff1_->bias(), ff2_->weight(), ff2_->bias(), a, ln2_->gamma(), ln2_->beta());
   }
