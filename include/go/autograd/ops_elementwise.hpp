@@ -97,9 +97,18 @@ Variable binary_op(const Variable& a, const Variable& b, const char* name, F f, 
     const float* pa = in[0].value().f32();
     const float* pb = in[1].value().f32();
     const float* pg = g.f32();
+    const bool same_var = in[0].id() == in[1].id();
     for (int side = 0; side < 2; ++side) {
       if (!in[side].requires_grad()) continue;
-      Tensor full = Tensor::empty(Shape{bc.rows, bc.cols});
+      const Tensor& v = in[side].value();
+      // An operand of the output's full shape without a gradient yet gets its
+      // gradient written in place; otherwise via a temporary (reduced or added).
+      const bool in_place =
+          !same_var && !in[side].has_grad() && v.rows() == bc.rows && v.cols() == bc.cols;
+      Tensor full;
+      bool acc = false;
+      if (in_place) full = in[side].grad_slot(acc);
+      else full = Tensor::empty(Shape{bc.rows, bc.cols});
       float* pf = full.f32();
       // Evaluate the partial on the broadcast grid, then multiply by g.
       if (side == 0) broadcast_apply(bc, pa, pb, pf, da);
@@ -107,7 +116,7 @@ Variable binary_op(const Variable& a, const Variable& b, const char* name, F f, 
       const std::int64_t n = bc.rows * bc.cols;
 #pragma omp parallel for simd if (n > (1 << 15))
       for (std::int64_t i = 0; i < n; ++i) pf[i] *= pg[i];
-      add_reduced_grad(in[side], full, bc.rows, bc.cols);
+      if (!in_place) add_reduced_grad(in[side], full, bc.rows, bc.cols);
     }
   });
 }
