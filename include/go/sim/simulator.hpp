@@ -61,6 +61,14 @@
 //   the offending ops/groups recorded; sim_reason() words it the same way as check_plan().
 // Step time is the time the last unit or transfer completes.
 //
+// ---- Implementation ----------------------------------------------------------------------------
+// One event loop per plan shape (fused or not, priorities or not). Busy devices sit in a heap by
+// completion time, each sender's transfers in a FIFO list (its head's next start or end event in a
+// heap of senders), control messages in their own heap; ready queues are FIFO lists (no priorities)
+// or one packed binary heap per device keyed by one integer (priority bits, then ready order). All
+// of these orders are total, so the heaps' shapes never change a result. The workspace's arrays are
+// sized once (transfers: at most one per edge) and the loop uses raw pointers and local counters.
+//
 // ---- Where this differs from the anchors ---------------------------------------------------------
 // Baechi (virtual_scheduler.py): same per-device compute queue and each-tensor-once-per-device rule;
 //   Baechi has one channel per device for sends and receives (ChannelModel::shared here, default
@@ -77,7 +85,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -158,6 +168,73 @@ struct MemoryEvent {
 
 class Simulator;
 
+#if defined(__GNUC__) || defined(__clang__)
+#define GO_SIM_INLINE __attribute__((always_inline))
+#else
+#define GO_SIM_INLINE
+#endif
+
+namespace detail {
+
+// Cache-line-aligned storage (a TransferRecord then sits in one line instead of straddling two).
+template <class T, std::size_t A>
+struct SimAlignedAllocator {
+  using value_type = T;
+  SimAlignedAllocator() = default;
+  template <class U>
+  SimAlignedAllocator(const SimAlignedAllocator<U, A>&) noexcept {}
+  template <class U>
+  struct rebind {
+    using other = SimAlignedAllocator<U, A>;
+  };
+  T* allocate(std::size_t k) { return static_cast<T*>(::operator new(k * sizeof(T), std::align_val_t{A})); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{A}); }
+  friend bool operator==(const SimAlignedAllocator&, const SimAlignedAllocator&) { return true; }
+  friend bool operator!=(const SimAlignedAllocator&, const SimAlignedAllocator&) { return false; }
+};
+
+// Replaces the top of a binary heap kept by std::push_heap/pop_heap with comparator `less` (the top
+// is the greatest) by `v` and restores the heap with one sift-down (cheaper than pop_heap + push_heap).
+template <class T, class Less>
+inline void sim_heap_replace_top(T* h, std::int32_t n, const T& v, Less less) {
+  std::int32_t i = 0;
+  for (;;) {
+    std::int32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && less(h[c], h[c + 1])) ++c;
+    if (!less(v, h[c])) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = v;
+}
+
+// Removes the top of a binary heap of n entries (as std::pop_heap, leaving n - 1): the hole goes down
+// the greater children to a leaf (a branch-free choice per level), then the last entry sifts up.
+template <class T, class Less>
+inline void sim_heap_pop(T* h, std::int32_t n, Less less) {
+  const std::int32_t m = n - 1;
+  if (m <= 0) return;
+  const T v = h[m];
+  std::int32_t i = 0;
+  for (;;) {
+    std::int32_t c = 2 * i + 1;
+    if (c >= m) break;
+    if (c + 1 < m) c += static_cast<std::int32_t>(less(h[c], h[c + 1]));
+    h[i] = h[c];
+    i = c;
+  }
+  while (i > 0) {
+    const std::int32_t p = (i - 1) / 2;
+    if (!less(h[p], v)) break;
+    h[i] = h[p];
+    i = p;
+  }
+  h[i] = v;
+}
+
+}  // namespace detail
+
 // Per-thread scratch of a Simulator, reused across simulations: after the first call with a plan
 // of a given shape, simulate() allocates nothing.
 class SimWorkspace {
@@ -170,7 +247,7 @@ class SimWorkspace {
   // Start and completion of an op's unit in the last simulation (-1 when it did not run).
   double start_time(OpId op) const { return start_[static_cast<std::size_t>(unit_of(op))]; }
   double finish_time(OpId op) const { return finish_[static_cast<std::size_t>(unit_of(op))]; }
-  std::span<const TransferRecord> transfers() const { return xfers_; }
+  std::span<const TransferRecord> transfers() const { return {xfers_.data(), static_cast<std::size_t>(nxfers_)}; }
   // Off by default; when on, every memory change is appended (this allocates).
   void set_record_memory(bool on) { record_memory_ = on; }
   std::span<const MemoryEvent> memory_events() const { return mem_events_; }
@@ -182,9 +259,8 @@ class SimWorkspace {
     std::uint32_t seq;
     std::int32_t code;  // the unit a control message is for
   };
-  struct QItem {
-    float prio;
-    std::uint32_t seq;
+  struct QItem {  // a ready unit: key = (priority, then earlier ready first) as one integer
+    std::uint64_t key;
     std::int32_t unit;
   };
   struct DevEv {  // a running unit's completion
@@ -211,19 +287,24 @@ class SimWorkspace {
   std::vector<std::uint64_t> stamp_;
   std::vector<std::int32_t> refs_;
   std::vector<std::int32_t> edge_copy_;
-  std::vector<TransferRecord> xfers_;
+  // Fixed-size scratch (sized once by prepare(); the hot loop uses raw pointers and counts, so it
+  // neither allocates nor re-checks capacities).
+  std::vector<TransferRecord, detail::SimAlignedAllocator<TransferRecord, 64>> xfers_;  // the first nxfers_ are the last simulation's (<= edges)
+  std::int32_t nxfers_ = 0;
   std::vector<Event> events_;                     // control messages across devices (a heap)
-  std::vector<std::vector<std::int32_t>> src_q_;  // per sender: its transfers in request order
-  std::vector<std::size_t> src_head_;
-  std::vector<SrcEv> src_heap_;                   // senders with transfers pending, by next event
-  std::vector<DevEv> dev_heap_;                   // busy devices by completion time
-  std::vector<std::vector<QItem>> queues_;
-  std::vector<std::size_t> qhead_;
+  std::vector<std::int32_t> xnext_;               // per transfer: the next in its sender's queue (-1: last)
+  std::vector<std::int32_t> src_head_, src_tail_; // per sender: its transfers in request order (a list)
+  std::vector<SrcEv> src_heap_;                   // senders with transfers pending, by next event (nd slots)
+  std::vector<DevEv> dev_heap_;                   // busy devices by completion time (nd slots)
+  std::vector<std::int32_t> qnext_;               // FIFO ready queues: per unit, the next in its queue
+  std::vector<std::int32_t> qhead_, qtail_;       // FIFO ready queues: per device, first and last (-1: empty)
+  std::vector<QItem> qbuf_;                       // priority ready queues: one heap per device, packed
+  std::vector<std::int32_t> qbeg_, qsize_;        //   device d's heap is qbuf_[qbeg_[d], qbeg_[d] + qsize_[d])
   std::vector<std::int32_t> cur_unit_;
   std::vector<std::int64_t> usage_;
   std::vector<double> chan_;
   std::vector<std::int32_t> dev_stamp_, dev_copy_;
-  std::vector<std::int32_t> dirty_;          // idle devices that may have work, to dispatch
+  std::vector<std::int32_t> dirty_;          // idle devices that may have work, to dispatch (nd slots)
   std::vector<std::int32_t> dirty_flag_;  // (not char: char stores would alias everything)
   std::vector<std::int32_t> coloc_first_;
   std::vector<MemoryEvent> mem_events_;
@@ -474,27 +555,28 @@ inline void Simulator::prepare(SimWorkspace& ws) const {
   ws.epoch_ = 0;
   ws.refs_.assign(static_cast<std::size_t>(nt_), 0);
   ws.edge_copy_.assign(static_cast<std::size_t>(m_), -1);
-  ws.xfers_.clear();
-  ws.xfers_.reserve(256);
+  // every transfer is requested by at least one data edge: at most m_ of them
+  ws.xfers_.assign(std::max<std::size_t>(static_cast<std::size_t>(m_), 1), TransferRecord{});
+  ws.nxfers_ = 0;
+  ws.xnext_.assign(std::max<std::size_t>(static_cast<std::size_t>(m_), 1), -1);
   ws.events_.clear();
   ws.events_.reserve(64);
-  ws.src_q_.assign(nd, {});
-  for (auto& q : ws.src_q_) q.reserve(64);
-  ws.src_head_.assign(nd, 0);
-  ws.src_heap_.clear();
-  ws.src_heap_.reserve(nd);
-  ws.dev_heap_.clear();
-  ws.dev_heap_.reserve(nd);
-  ws.queues_.assign(nd, {});
-  for (auto& q : ws.queues_) q.reserve(64);
-  ws.qhead_.assign(nd, 0);
+  ws.src_head_.assign(nd, -1);
+  ws.src_tail_.assign(nd, -1);
+  ws.src_heap_.assign(nd, {});
+  ws.dev_heap_.assign(nd, {});
+  ws.qnext_.assign(n, -1);
+  ws.qhead_.assign(nd, -1);
+  ws.qtail_.assign(nd, -1);
+  ws.qbuf_.assign(std::max<std::size_t>(n, 1), {});
+  ws.qbeg_.assign(nd + 1, 0);
+  ws.qsize_.assign(nd, 0);
   ws.cur_unit_.assign(nd, -1);
   ws.usage_.assign(nd, 0);
   ws.chan_.assign(2 * nd, 0);
   ws.dev_stamp_.assign(nd, -1);
   ws.dev_copy_.assign(nd, -1);
-  ws.dirty_.clear();
-  ws.dirty_.reserve(nd);
+  ws.dirty_.assign(nd, 0);
   ws.dirty_flag_.assign(nd, 0);
   ws.coloc_first_.assign(static_cast<std::size_t>(ncoloc_), -1);
   ws.result_.busy_time.assign(nd, 0);
@@ -519,7 +601,7 @@ inline const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) 
   std::fill(r.busy_time.begin(), r.busy_time.end(), 0.0);
   std::fill(r.peak_memory.begin(), r.peak_memory.end(), 0);
   std::fill(r.resident_memory.begin(), r.resident_memory.end(), 0);
-  ws.xfers_.clear();
+  ws.nxfers_ = 0;
   ws.mem_events_.clear();
   ws.fused_ = false;
   const std::int32_t* dev = plan.device.empty() ? zeros_.data() : plan.device.data();
@@ -579,6 +661,8 @@ template <bool kFused, bool kPrio>
 void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws) const {
   using Event = SimWorkspace::Event;
   using QItem = SimWorkspace::QItem;
+  using DevEv = SimWorkspace::DevEv;
+  using SrcEv = SimWorkspace::SrcEv;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   SimResult& r = ws.result_;
   const auto n = static_cast<std::size_t>(n_);
@@ -730,19 +814,66 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   }
 
   // ---- state ----
-  std::fill(ws.cur_unit_.begin(), ws.cur_unit_.end(), -1);
+  // The hot loop works on raw pointers into the workspace (fixed-size arrays, no push_back), and
+  // its counters live in locals (stores to the int/double arrays could otherwise alias the
+  // workspace's and the result's fields).
+  std::int32_t* cur_unit = ws.cur_unit_.data();
+  std::int32_t* dev_stamp = ws.dev_stamp_.data();
+  std::int32_t* dev_copy = ws.dev_copy_.data();
+  std::int32_t* dirty_flag = ws.dirty_flag_.data();
+  std::int32_t* dirty = ws.dirty_.data();
+  std::int32_t ndirty = 0;
+  TransferRecord* xf = ws.xfers_.data();
+  std::int32_t nx = 0;
+  std::int32_t* xnext = ws.xnext_.data();
+  std::int32_t* src_head = ws.src_head_.data();
+  std::int32_t* src_tail = ws.src_tail_.data();
+  SrcEv* sheap = ws.src_heap_.data();
+  std::int32_t nsheap = 0;
+  DevEv* dheap = ws.dev_heap_.data();
+  std::int32_t ndheap = 0;
+  std::int32_t* qnext = ws.qnext_.data();
+  std::int32_t* qhead = ws.qhead_.data();
+  std::int32_t* qtail = ws.qtail_.data();
+  QItem* qbuf = ws.qbuf_.data();
+  std::int32_t* qbeg = ws.qbeg_.data();
+  std::int32_t* qsize = ws.qsize_.data();
+  const std::int32_t* dev_kind = dev_kind_.data();
+  const double* cost = cost_.data();
+  const std::int64_t* alloc_b = alloc_.data();
+  const std::int64_t* temp_b = temp_.data();
+  const std::int64_t* sink_b = sink_.data();
+  const std::uint8_t* kernel_f = kernel_.data();
+  const double* traffic_b = traffic_.data();
+  const double* ucost = ws.ucost_.data();
+  const double* utraffic = ws.utraffic_.data();
+  const std::int64_t* ualloc = ws.ualloc_.data();
+  const std::int64_t* utemp = ws.utemp_.data();
+  const std::int64_t* usink = ws.usink_.data();
+  const std::uint8_t* ukernel = ws.ukernel_.data();
+  const float* uprio = ws.uprio_.data();
+  const double* xlat = xlat_.data();
+  const double* xinv_bw = xinv_bw_.data();
+  const std::int64_t* capacity = capacity_.data();
+  std::fill(cur_unit, cur_unit + nd, -1);
   std::fill(ws.usage_.begin(), ws.usage_.end(), 0);
   std::fill(ws.chan_.begin(), ws.chan_.end(), 0.0);
-  std::fill(ws.dev_stamp_.begin(), ws.dev_stamp_.end(), -1);
-  std::fill(ws.dirty_flag_.begin(), ws.dirty_flag_.end(), 0);
-  ws.dirty_.clear();
-  for (auto& q : ws.queues_) q.clear();
-  std::fill(ws.qhead_.begin(), ws.qhead_.end(), 0);
+  std::fill(dev_stamp, dev_stamp + nd, -1);
+  std::fill(dirty_flag, dirty_flag + nd, 0);
+  std::fill(src_head, src_head + nd, -1);
+  std::fill(src_tail, src_tail + nd, -1);
+  if constexpr (kPrio) {
+    // one heap per device, packed: device d's units fit in [qbeg[d], qbeg[d + 1])
+    std::fill(qbeg, qbeg + nd + 1, 0);
+    for (std::size_t v = 0; v < n; ++v)
+      if (!kFused || leader[v] == static_cast<std::int32_t>(v)) ++qbeg[dev[v] + 1];
+    for (std::size_t d = 0; d < nd; ++d) qbeg[d + 1] += qbeg[d];
+    std::fill(qsize, qsize + nd, 0);
+  } else {
+    std::fill(qhead, qhead + nd, -1);
+    std::fill(qtail, qtail + nd, -1);
+  }
   ws.events_.clear();
-  for (auto& q : ws.src_q_) q.clear();
-  std::fill(ws.src_head_.begin(), ws.src_head_.end(), 0);
-  ws.src_heap_.clear();
-  ws.dev_heap_.clear();
   std::uint32_t seq = 0, qseq = 0;
   double now = 0;
   bool oom = false;
@@ -752,7 +883,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     r.resident_memory[d] = usage[d];
     peak[d] = usage[d];
     if (record) ws.mem_events_.push_back(MemoryEvent{0.0, static_cast<std::int32_t>(d), usage[d]});
-    if (!oom && usage[d] > capacity_[d]) {
+    if (!oom && usage[d] > capacity[d]) {
       oom = true;
       r.valid = false;
       r.status = SimStatus::out_of_memory;
@@ -762,16 +893,15 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     }
   }
 
-  // Counters live in locals (stores to the double/int arrays above could alias the result's fields).
-  std::int64_t launches = 0, units = 0;
+  std::int64_t launches = 0, units = 0, xbytes = 0;
   double traffic = 0;
   double* busy = r.busy_time.data();
-  auto alloc = [&](std::int32_t d, std::int64_t b, std::int32_t op) {
+  auto alloc = [&](std::int32_t d, std::int64_t b, std::int32_t op) GO_SIM_INLINE {
     std::int64_t u = usage[d] += b;
     if (record && b != 0) ws.mem_events_.push_back(MemoryEvent{now, d, u});
     if (u > peak[d]) {
       peak[d] = u;
-      if (u > capacity_[static_cast<std::size_t>(d)] && !oom) {
+      if (u > capacity[d] && !oom) {
         oom = true;
         r.valid = false;
         r.status = SimStatus::out_of_memory;
@@ -782,7 +912,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       }
     }
   };
-  auto release = [&](std::int32_t d, std::int64_t b) {
+  auto release = [&](std::int32_t d, std::int64_t b) GO_SIM_INLINE {
     usage[d] -= b;
     if (record && b != 0) ws.mem_events_.push_back(MemoryEvent{now, d, usage[d]});
   };
@@ -791,83 +921,101 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     ws.events_.push_back(Event{t, seq++, unit});
     std::push_heap(ws.events_.begin(), ws.events_.end(), ev_less);
   };
-  auto q_less = [](const QItem& a, const QItem& b) { return a.prio < b.prio || (a.prio == b.prio && a.seq > b.seq); };
-  using DevEv = SimWorkspace::DevEv;
-  using SrcEv = SimWorkspace::SrcEv;
-  auto dev_later = [](const DevEv& a, const DevEv& b) { return a.time > b.time || (a.time == b.time && a.device > b.device); };
-  auto src_later = [](const SrcEv& a, const SrcEv& b) { return a.time > b.time || (a.time == b.time && a.seq > b.seq); };
-  auto mark_dirty = [&](std::int32_t d) {
-    if (!ws.dirty_flag_[static_cast<std::size_t>(d)]) {
-      ws.dirty_flag_[static_cast<std::size_t>(d)] = 1;
-      ws.dirty_.push_back(d);
+  // Every queue/heap below orders by a total order (the sequence numbers and device indices break
+  // all ties), so the heap shape cannot change which entry comes first.
+  auto q_less = [](const QItem& a, const QItem& b) { return a.key < b.key; };
+  // Orders as (priority, larger first; then ready order, earlier first): the float's bits mapped to
+  // an unsigned integer in the same order (-0 taken as +0, priorities are finite), then ~seq.
+  auto q_key = [](float p, std::uint32_t s) -> std::uint64_t {
+    std::uint32_t u;
+    p += 0.0f;  // -0 -> +0
+    std::memcpy(&u, &p, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return (static_cast<std::uint64_t>(u) << 32) | static_cast<std::uint32_t>(~s);
+  };
+  auto dev_later = [](const DevEv& a, const DevEv& b) -> bool {
+    return (a.time > b.time) | ((a.time == b.time) & (a.device > b.device));
+  };
+  auto src_later = [](const SrcEv& a, const SrcEv& b) -> bool {
+    return (a.time > b.time) | ((a.time == b.time) & (a.seq > b.seq));
+  };
+  auto mark_dirty = [&](std::int32_t d) GO_SIM_INLINE {
+    if (!dirty_flag[d]) {
+      dirty_flag[d] = 1;
+      dirty[ndirty++] = d;
     }
   };
-  auto push_ready = [&](std::int32_t L) {
+  auto push_ready = [&](std::int32_t L) GO_SIM_INLINE {
     const std::int32_t d = dev[L];
-    auto& q = ws.queues_[static_cast<std::size_t>(d)];
-    if (ws.cur_unit_[static_cast<std::size_t>(d)] < 0) mark_dirty(d);
+    if (cur_unit[d] < 0) mark_dirty(d);
     if constexpr (kPrio) {
-      const float p = kFused ? ws.uprio_[L] : prio[L];
-      q.push_back(QItem{p, qseq++, L});
-      std::push_heap(q.begin(), q.end(), q_less);
+      const float p = kFused ? uprio[L] : prio[L];
+      QItem* b = qbuf + qbeg[d];
+      b[qsize[d]++] = QItem{q_key(p, qseq++), L};
+      std::push_heap(b, b + qsize[d], q_less);
     } else {
-      q.push_back(QItem{0.0f, 0, L});
+      qnext[L] = -1;
+      if (qtail[d] < 0) qhead[d] = L;
+      else qnext[qtail[d]] = L;
+      qtail[d] = L;
     }
   };
-  auto deliver = [&](std::int32_t L) {
+  auto deliver = [&](std::int32_t L) GO_SIM_INLINE {
     if (--pending[L] == 0) push_ready(L);
   };
   const ChannelModel cm = cluster_.channels;
   auto new_transfer = [&](std::int32_t t, std::int32_t producer, std::int32_t s, std::int32_t d,
-                          std::int32_t edge_begin) -> std::int32_t {
+                          std::int32_t edge_begin) GO_SIM_INLINE -> std::int32_t {
     const std::int64_t bytes = tbytes[t];
     const std::size_t link = static_cast<std::size_t>(s) * nd + static_cast<std::size_t>(d);
     const std::size_t rc = cm == ChannelModel::duplex ? nd + static_cast<std::size_t>(d) : static_cast<std::size_t>(d);
     double st = std::max(now, chan[s]);
     if (cm != ChannelModel::sender) st = std::max(st, chan[rc]);
-    const double en = st + xlat_[link] + static_cast<double>(bytes) * xinv_bw_[link];
+    const double en = st + xlat[link] + static_cast<double>(bytes) * xinv_bw[link];
     chan[s] = en;
     if (cm != ChannelModel::sender) chan[rc] = en;
-    const auto id = static_cast<std::int32_t>(ws.xfers_.size());
+    const std::int32_t id = nx++;
     const bool started = st <= now;
     if (!started) ++seq;  // its start event
-    ws.xfers_.push_back(TransferRecord{t, s, d, st, en, bytes, producer, 0, edge_begin, edge_begin, seq++, started});
-    r.transfer_bytes += bytes;
-    ++r.transfers;
+    xf[id] = TransferRecord{t, s, d, st, en, bytes, producer, 0, edge_begin, edge_begin, seq++, started};
+    xbytes += bytes;
     if (started) alloc(d, bytes, producer);
-    auto& q = ws.src_q_[static_cast<std::size_t>(s)];
-    if (q.empty()) {  // becomes the head of its sender's queue
-      ws.src_heap_.push_back(SrcEv{started ? en : st, started ? seq - 1 : seq - 2, s});
-      std::push_heap(ws.src_heap_.begin(), ws.src_heap_.end(), src_later);
+    xnext[id] = -1;
+    if (src_head[s] < 0) {  // becomes the head of its sender's queue
+      src_head[s] = id;
+      sheap[nsheap++] = SrcEv{started ? en : st, started ? seq - 1 : seq - 2, s};
+      std::push_heap(sheap, sheap + nsheap, src_later);
+    } else {
+      xnext[src_tail[s]] = id;
     }
-    q.push_back(id);
+    src_tail[s] = id;
     return id;
   };
-  auto start_unit = [&](std::int32_t L, std::int32_t d) {
+  auto start_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
     double dur;
     if constexpr (kFused) {
-      dur = ws.ucost_[L];
-      alloc(d, ws.ualloc_[L], L);
-      launches += ws.ukernel_[L];
-      traffic += ws.utraffic_[L];
+      dur = ucost[L];
+      alloc(d, ualloc[L], L);
+      launches += ukernel[L];
+      traffic += utraffic[L];
     } else {
-      dur = cost_[static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(d)]) * n + static_cast<std::size_t>(L)];
-      alloc(d, alloc_[L], L);
-      launches += kernel_[L];
-      traffic += traffic_[L];
+      dur = cost[static_cast<std::size_t>(dev_kind[d]) * n + static_cast<std::size_t>(L)];
+      alloc(d, alloc_b[L], L);
+      launches += kernel_f[L];
+      traffic += traffic_b[L];
     }
     start[L] = now;
     const double f = now + dur;
     finish[L] = f;
-    ws.cur_unit_[static_cast<std::size_t>(d)] = L;
-    ws.dev_heap_.push_back(DevEv{f, d});
-    std::push_heap(ws.dev_heap_.begin(), ws.dev_heap_.end(), dev_later);
+    cur_unit[d] = L;
+    dheap[ndheap++] = DevEv{f, d};
+    std::push_heap(dheap, dheap + ndheap, dev_later);
     busy[d] += dur;
     ++units;
   };
-  auto finish_unit = [&](std::int32_t L, std::int32_t d) {
-    if constexpr (kFused) release(d, ws.utemp_[L] + ws.usink_[L]);
-    else release(d, temp_[L] + sink_[L]);
+  auto finish_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
+    if constexpr (kFused) release(d, utemp[L] + usink[L]);
+    else release(d, temp_b[L] + sink_b[L]);
     const std::int32_t* mb = kFused ? mem_list + mem_off[L] : &L;
     const std::int32_t* me = kFused ? mem_list + mem_off[L + 1] : &L + 1;
     for (const std::int32_t* mp = mb; mp != me; ++mp) {
@@ -881,7 +1029,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         if (dev[u] == d) {
           if (--refs[t] == 0) release(d, tbytes[t]);
         } else {
-          TransferRecord& x = ws.xfers_[static_cast<std::size_t>(edge_copy[e])];
+          TransferRecord& x = xf[edge_copy[e]];
           if (--x.refs == 0) release(d, x.bytes);
         }
       }
@@ -893,12 +1041,12 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         if (kFused && Lw == L) continue;
         const std::int32_t dw = dev[Lw];
         if (dw == d) deliver(Lw);
-        else push_control(now + xlat_[static_cast<std::size_t>(d) * nd + static_cast<std::size_t>(dw)], Lw);
+        else push_control(now + xlat[static_cast<std::size_t>(d) * nd + static_cast<std::size_t>(dw)], Lw);
       }
       while (e < e_end) {
         const std::int32_t t = out_tensor[e];
         const std::int32_t run_begin = e;
-        const auto x_first = static_cast<std::int32_t>(ws.xfers_.size());
+        const std::int32_t x_first = nx;
         std::int32_t local = 0;
         for (; e < e_end && out_tensor[e] == t; ++e) {
           const std::int32_t Lw = lead(out_dst[e]);
@@ -908,31 +1056,31 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
             ++local;
             deliver(Lw);
           } else {
-            if (ws.dev_stamp_[static_cast<std::size_t>(dw)] != t) {
-              ws.dev_stamp_[static_cast<std::size_t>(dw)] = t;
-              ws.dev_copy_[static_cast<std::size_t>(dw)] = new_transfer(t, v, d, dw, run_begin);
+            if (dev_stamp[dw] != t) {
+              dev_stamp[dw] = t;
+              dev_copy[dw] = new_transfer(t, v, d, dw, run_begin);
             }
-            const std::int32_t x = ws.dev_copy_[static_cast<std::size_t>(dw)];
-            ++ws.xfers_[static_cast<std::size_t>(x)].refs;
+            const std::int32_t x = dev_copy[dw];
+            ++xf[x].refs;
             edge_copy[out_in_edge[e]] = x;
           }
         }
-        const auto x_last = static_cast<std::int32_t>(ws.xfers_.size());
-        for (std::int32_t x = x_first; x < x_last; ++x) ws.xfers_[static_cast<std::size_t>(x)].edge_end = e;
+        const std::int32_t x_last = nx;
+        for (std::int32_t x = x_first; x < x_last; ++x) xf[x].edge_end = e;
         refs[t] = local + (x_last - x_first);
       }
     }
   };
   // The next transfer event (the earliest head of the senders' queues) or control message, by
   // (time, request order): its sender, or nd for a control message, or -1 for none.
-  auto next_event = [&](double& t) -> std::int32_t {
+  auto next_event = [&](double& t) GO_SIM_INLINE -> std::int32_t {
     std::int32_t best = -1;
     std::uint32_t bseq = 0;
     t = kInf;
-    if (!ws.src_heap_.empty()) {
-      t = ws.src_heap_.front().time;
-      bseq = ws.src_heap_.front().seq;
-      best = ws.src_heap_.front().src;
+    if (nsheap > 0) {
+      t = sheap[0].time;
+      bseq = sheap[0].seq;
+      best = sheap[0].src;
     }
     if (!ws.events_.empty()) {
       const Event& e = ws.events_.front();
@@ -943,7 +1091,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     }
     return best;
   };
-  auto handle_event = [&](std::int32_t src) {
+  auto handle_event = [&](std::int32_t src) GO_SIM_INLINE {
     if (src == static_cast<std::int32_t>(nd)) {
       std::pop_heap(ws.events_.begin(), ws.events_.end(), ev_less);
       const std::int32_t unit = ws.events_.back().code;
@@ -951,28 +1099,26 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       deliver(unit);
       return;
     }
-    const auto s = static_cast<std::size_t>(src);
-    auto& q = ws.src_q_[s];
-    std::size_t& h = ws.src_head_[s];
-    TransferRecord& x = ws.xfers_[static_cast<std::size_t>(q[h])];
-    auto& heap = ws.src_heap_;  // its top is this sender
-    std::pop_heap(heap.begin(), heap.end(), src_later);
+    const std::int32_t id = src_head[src];
+    TransferRecord& x = xf[id];
+    // the heap's top is this sender: replace it by the sender's next event
     if (!x.started) {  // start: the receiving buffer appears
       x.started = true;
-      heap.back() = SrcEv{x.end, x.seq, src};
-      std::push_heap(heap.begin(), heap.end(), src_later);
+      detail::sim_heap_replace_top(sheap, nsheap, SrcEv{x.end, x.seq, src}, src_later);
       alloc(x.dst, x.bytes, x.producer);
       return;
     }
     // end: the sender's copy may go, the consumers on dst get their input
-    if (++h == q.size()) {
-      q.clear();
-      h = 0;
-      heap.pop_back();
+    const std::int32_t nid = xnext[id];
+    src_head[src] = nid;
+    if (nid < 0) {
+      src_tail[src] = -1;
+      --nsheap;
+      if (nsheap > 0) detail::sim_heap_replace_top(sheap, nsheap, sheap[nsheap], src_later);
     } else {
-      const TransferRecord& nx = ws.xfers_[static_cast<std::size_t>(q[h])];
-      heap.back() = nx.started ? SrcEv{nx.end, nx.seq, src} : SrcEv{nx.start, nx.seq - 1, src};
-      std::push_heap(heap.begin(), heap.end(), src_later);
+      const TransferRecord& nxr = xf[nid];
+      detail::sim_heap_replace_top(
+          sheap, nsheap, nxr.started ? SrcEv{nxr.end, nxr.seq, src} : SrcEv{nxr.start, nxr.seq - 1, src}, src_later);
     }
     if (--refs[x.tensor] == 0) release(x.src, x.bytes);
     const std::int32_t dst = x.dst;
@@ -983,31 +1129,33 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   };
   // Idle devices pick their next unit, in device order. Only devices marked dirty (they became
   // idle, or work arrived while they were idle) can have an idle stream and a non-empty queue.
-  auto dispatch = [&] {
-    if (ws.dirty_.size() > 1) std::sort(ws.dirty_.begin(), ws.dirty_.end());
-    for (const std::int32_t di : ws.dirty_) {
-      const auto d = static_cast<std::size_t>(di);
-      ws.dirty_flag_[d] = 0;
-      if (ws.cur_unit_[d] >= 0) continue;
-      auto& q = ws.queues_[d];
+  auto dispatch = [&]() GO_SIM_INLINE {
+    for (std::int32_t i = 1; i < ndirty; ++i) {  // insertion sort: at most nd entries
+      const std::int32_t x = dirty[i];
+      std::int32_t j = i;
+      for (; j > 0 && dirty[j - 1] > x; --j) dirty[j] = dirty[j - 1];
+      dirty[j] = x;
+    }
+    for (std::int32_t i = 0; i < ndirty; ++i) {
+      const std::int32_t di = dirty[i];
+      dirty_flag[di] = 0;
+      if (cur_unit[di] >= 0) continue;
       std::int32_t L;
       if constexpr (kPrio) {
-        if (q.empty()) continue;
-        std::pop_heap(q.begin(), q.end(), q_less);
-        L = q.back().unit;
-        q.pop_back();
+        std::int32_t& qs = qsize[di];
+        if (qs == 0) continue;
+        QItem* b = qbuf + qbeg[di];
+        L = b[0].unit;
+        detail::sim_heap_pop(b, qs--, q_less);
       } else {
-        std::size_t& h = ws.qhead_[d];
-        if (h == q.size()) continue;
-        L = q[h++].unit;
-        if (h == q.size()) {
-          q.clear();
-          h = 0;
-        }
+        L = qhead[di];
+        if (L < 0) continue;
+        qhead[di] = qnext[L];
+        if (qhead[di] < 0) qtail[di] = -1;
       }
       start_unit(L, di);
     }
-    ws.dirty_.clear();
+    ndirty = 0;
   };
 
   // ---- event loop ----
@@ -1018,31 +1166,39 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     for (std::int32_t v : sources_) push_ready(v);
   }
   dispatch();
+  const bool stop_on_oom = options_.stop_on_oom;
+  // (src, et): the next transfer event or control message. Only completions and handled events
+  // add such events (dispatch starts units, which only add completions), so it is recomputed
+  // after those alone.
+  double et;
+  std::int32_t src = next_event(et);
   for (;;) {
-    double et;
-    next_event(et);
-    const double tn = ws.dev_heap_.empty() ? et : std::min(et, ws.dev_heap_.front().time);
+    const double tn = ndheap == 0 ? et : std::min(et, dheap[0].time);
     if (tn == kInf) break;
     now = tn;
     // completions, in device order
-    while (!ws.dev_heap_.empty() && ws.dev_heap_.front().time == now) {
-      std::pop_heap(ws.dev_heap_.begin(), ws.dev_heap_.end(), dev_later);
-      const std::int32_t d = ws.dev_heap_.back().device;
-      ws.dev_heap_.pop_back();
-      const std::int32_t L = ws.cur_unit_[static_cast<std::size_t>(d)];
-      ws.cur_unit_[static_cast<std::size_t>(d)] = -1;
-      mark_dirty(d);
-      finish_unit(L, d);
+    if (ndheap > 0 && dheap[0].time == now) {
+      do {
+        const std::int32_t d = dheap[0].device;
+        if (--ndheap > 0) detail::sim_heap_replace_top(dheap, ndheap, dheap[ndheap], dev_later);
+        const std::int32_t L = cur_unit[d];
+        cur_unit[d] = -1;
+        mark_dirty(d);
+        finish_unit(L, d);
+      } while (ndheap > 0 && dheap[0].time == now);
+      src = next_event(et);
     }
-    for (;;) {
-      const std::int32_t src = next_event(et);
-      if (et > now || src < 0) break;
+    while (src >= 0 && et <= now) {
       handle_event(src);
+      src = next_event(et);
     }
-    if (oom && options_.stop_on_oom) break;
+    if (oom && stop_on_oom) break;
     dispatch();
-    if (oom && options_.stop_on_oom) break;
+    if (oom && stop_on_oom) break;
   }
+  ws.nxfers_ = nx;
+  r.transfers = nx;
+  r.transfer_bytes = xbytes;
   r.step_time = now;
   r.kernel_launches = launches;
   r.memory_traffic = traffic;
@@ -1149,3 +1305,5 @@ inline std::string sim_reason(const SimResult& r, const OpGraph& g, const Cluste
 }
 
 }  // namespace go
+
+#undef GO_SIM_INLINE
