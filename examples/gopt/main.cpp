@@ -6,7 +6,9 @@
 #include <string>
 
 #include "demo.hpp"
+#include "eval.hpp"
 #include "info.hpp"
+#include "place.hpp"
 #include "simulate.hpp"
 #include "go/core/error.hpp"
 #include "go/version.hpp"
@@ -17,6 +19,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   add_info_command(app);
   gopt::add_simulate_command(app);
+  gopt::add_place_command(app);
+  gopt::add_eval_command(app);
   gopt::add_demo_command(app);
   try {
     app.parse(argc, argv);

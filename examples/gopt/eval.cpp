@@ -1,0 +1,172 @@
+// gopt eval: the evaluation table of the placement methods (include/go/baselines).
+#include "eval.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/baselines/place.hpp"
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
+#include "go/sim/sim.hpp"
+
+namespace gopt {
+namespace {
+
+struct EvalCliOptions {
+  std::string graphs, cluster, methods, csv, fusion = "none";
+  std::uint64_t seed = 0;
+  std::int64_t budget = 1000;
+  bool training = false;
+};
+
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+std::string csv_field(std::string s) {
+  s = printable(std::move(s));
+  for (char& c : s)
+    if (c == ',' || c == '"') c = ';';
+  return s;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) v.push_back(x);
+  return v;
+}
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+void run_eval(const EvalCliOptions& o) {
+  const go::Cluster cluster = go::load_cluster(o.cluster);
+  std::vector<std::string> graphs;
+  for (const auto& g : split_list(o.graphs)) {
+    if (g == "zoo:all")
+      for (const auto& z : go::zoo_names()) graphs.push_back("zoo:" + z);
+    else graphs.push_back(g);
+  }
+  const std::vector<std::string> methods = split_list(o.methods);
+  GO_CHECK(!graphs.empty(), "--graphs names no graph");
+  GO_CHECK(!methods.empty(), "--methods names no method");
+  for (const auto& m : methods) (void)go::find_place_method(m);  // unknown names fail before any work
+  bool have_human = false;
+  for (const auto& m : methods) have_human = have_human || m == "human";
+  go::PlaceOptions po;
+  po.seed = o.seed;
+  po.budget = o.budget;
+  po.fusion = go::parse_fusion_mode(o.fusion);
+  std::vector<std::vector<go::PlaceResult>> res(graphs.size());
+  std::vector<go::PlaceResult> human(graphs.size());
+  std::vector<std::int32_t> ops(graphs.size());
+  std::string csv = "graph,num_ops,method,step_time_ms,valid,status,optimize_seconds,simulations,note\n";
+  for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+    go::OpGraph g = go::load_graph(graphs[gi]);
+    if (o.training) g = go::make_training_graph(g);
+    ops[gi] = g.num_ops();
+    for (const auto& m : methods) {
+      res[gi].push_back(go::place(m, g, cluster, po));
+      const go::PlaceResult& r = res[gi].back();
+      std::fprintf(stderr, "gopt eval: %s %s: %s ms%s (%.3f s)\n", graphs[gi].c_str(), m.c_str(),
+                   std::isfinite(r.step_time) ? fmt("%.3f", r.step_time * 1e3).c_str() : "-", r.valid ? "" : " OOM",
+                   r.optimize_seconds);
+      csv += csv_field(graphs[gi]) + "," + std::to_string(g.num_ops()) + "," + m + "," +
+             (std::isfinite(r.step_time) ? fmt("%.6f", r.step_time * 1e3) : std::string()) + "," +
+             (r.valid ? "1" : "0") + "," + std::string(go::sim_status_name(r.status)) + "," +
+             fmt("%.6f", r.optimize_seconds) + "," + std::to_string(r.simulations) + "," + csv_field(r.note) + "\n";
+      if (m == "human") human[gi] = r;
+    }
+    if (!have_human) human[gi] = go::place("human", g, cluster, po);
+  }
+  if (!o.csv.empty()) go::write_file_atomic(o.csv, csv);
+  // table
+  std::printf("cluster %s (%d devices)%s%s; cells: step time ms (optimize s), OOM = does not fit\n\n",
+              cluster.name.c_str(), cluster.num_devices(), o.training ? ", training graphs" : "",
+              po.fusion == go::FusionMode::xla ? ", xla fusion" : "");
+  std::printf("| graph | ops |");
+  for (const auto& m : methods) std::printf(" %s |", m.c_str());
+  std::printf("\n|---|---:|");
+  for (std::size_t k = 0; k < methods.size(); ++k) std::printf("---:|");
+  std::printf("\n");
+  for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+    std::printf("| %s | %d |", printable(graphs[gi]).c_str(), ops[gi]);
+    for (const auto& r : res[gi]) {
+      const std::string t = r.optimize_seconds < 0.01 ? fmt("%.3f", r.optimize_seconds) : fmt("%.2f", r.optimize_seconds);
+      if (r.valid) std::printf(" %s (%s) |", fmt("%.2f", r.step_time * 1e3).c_str(), t.c_str());
+      else std::printf(" OOM (%s) |", t.c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("| geo-mean / human | |");
+  for (std::size_t k = 0; k < methods.size(); ++k) {
+    double s = 0;
+    int cnt = 0, oom = 0;
+    for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
+      const auto& r = res[gi][k];
+      if (!human[gi].valid) continue;
+      if (!r.valid) {
+        ++oom;
+        continue;
+      }
+      s += std::log(r.step_time / human[gi].step_time);
+      ++cnt;
+    }
+    std::string cell = cnt > 0 ? fmt("%.3f", std::exp(s / cnt)) : std::string("-");
+    if (oom > 0) cell += " (" + std::to_string(oom) + " OOM)";
+    std::printf(" %s |", cell.c_str());
+  }
+  std::printf("\n");
+  if (!have_human) std::printf("\n(human computed for the ratio row only)\n");
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto opts = std::make_shared<EvalCliOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluation table: step time of every method on every graph");
+  cmd->add_option("--graphs", opts->graphs, "comma-separated graph files or zoo:<name> (zoo:all = every zoo workload)")
+      ->required();
+  cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
+  cmd->add_option("--methods", opts->methods, "comma-separated methods (" + go::place_method_list() + ")")->required();
+  cmd->add_flag("--training", opts->training, "expand every graph to its training graph first");
+  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
+  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)");
+  cmd->add_option("--fusion", opts->fusion, "none | xla (default none)");
+  cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
+  cmd->callback([opts]() {
+    try {
+      run_eval(*opts);
+    } catch (const go::Error& e) {
+      std::fprintf(stderr, "gopt eval: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "gopt eval: out of host memory\n");
+      throw CLI::RuntimeError(1);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "gopt eval: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace gopt

@@ -1,0 +1,115 @@
+// gopt place: one baseline optimizer (or any registered method) on one graph and cluster.
+#include "place.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "go/baselines/place.hpp"
+#include "go/core/error.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/sim/sim.hpp"
+
+namespace gopt {
+namespace {
+
+struct PlaceCliOptions {
+  std::string graph, cluster, method, out, fusion = "none", expert;
+  std::uint64_t seed = 0;
+  std::int64_t budget = 1000;
+  bool training = false, json = false;
+};
+
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+void run_place(const PlaceCliOptions& o) {
+  const go::Cluster cluster = go::load_cluster(o.cluster);
+  go::OpGraph g = go::load_graph(o.graph);
+  if (o.training) g = go::make_training_graph(g);
+  go::PlaceOptions po;
+  po.seed = o.seed;
+  po.budget = o.budget;
+  po.fusion = go::parse_fusion_mode(o.fusion);
+  po.expert_split = o.expert;
+  const go::PlaceResult r = go::place(o.method, g, cluster, po);
+  if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
+  if (o.json) {
+    nlohmann::json j;
+    j["graph"] = o.graph;
+    j["cluster"] = cluster.name;
+    j["method"] = o.method;
+    j["num_ops"] = g.num_ops();
+    j["training"] = g.info().training;
+    j["fusion"] = o.fusion;
+    j["seed"] = o.seed;
+    j["budget"] = o.budget;
+    j["step_time_ms"] = std::isfinite(r.step_time) ? nlohmann::json(r.step_time * 1e3) : nlohmann::json(nullptr);
+    j["valid"] = r.valid;
+    j["status"] = std::string(go::sim_status_name(r.status));
+    if (!r.valid) j["reason"] = printable(r.reason);
+    j["optimize_seconds"] = r.optimize_seconds;
+    j["simulations"] = r.simulations;
+    j["peak_memory_bytes"] = r.peak_memory;
+    if (!r.note.empty()) j["note"] = printable(r.note);
+    if (!o.out.empty()) j["out"] = o.out;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("graph        %s (%d ops%s)\n", printable(o.graph).c_str(), g.num_ops(), g.info().training ? ", training" : "");
+  std::printf("cluster      %s: %d devices\n", printable(cluster.name).c_str(), cluster.num_devices());
+  std::printf("method       %s%s\n", o.method.c_str(), po.fusion == go::FusionMode::xla ? " + xla fusion" : "");
+  if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
+  else std::printf("step time    -\n");
+  std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + printable(r.reason)).c_str());
+  std::printf("optimized in %.3f s%s\n", r.optimize_seconds,
+              r.simulations > 0 ? (" (" + std::to_string(r.simulations) + " simulations)").c_str() : "");
+  if (!r.note.empty()) std::printf("note         %s\n", printable(r.note).c_str());
+  if (!o.out.empty()) std::printf("plan         %s\n", printable(o.out).c_str());
+}
+
+}  // namespace
+
+void add_place_command(CLI::App& app) {
+  auto opts = std::make_shared<PlaceCliOptions>();
+  std::string methods;
+  for (const auto& m : go::place_methods()) methods += "\n  " + m.name + ": " + m.help;
+  CLI::App* cmd = app.add_subcommand("place", "Place (and schedule) a graph on a cluster with a baseline optimizer");
+  cmd->add_option("graph", opts->graph,
+                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
+      ->required();
+  cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
+  cmd->add_option("--method", opts->method, "optimizer:" + methods)->required();
+  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
+  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)");
+  cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none)");
+  cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
+  cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
+  cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
+  cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
+  cmd->callback([opts]() {
+    try {
+      run_place(*opts);
+    } catch (const go::Error& e) {
+      std::fprintf(stderr, "gopt place: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "gopt place: out of host memory\n");
+      throw CLI::RuntimeError(1);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "gopt place: %s\n", printable(e.what()).c_str());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace gopt

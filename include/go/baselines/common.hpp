@@ -1,0 +1,160 @@
+#pragma once
+// Shared pieces of the baseline optimizers (include/go/baselines): options, the result type, the
+// static memory estimate the memory-constrained heuristics use, list-schedule -> priorities, and
+// the final evaluation of a plan by the Simulator.
+//
+// Every optimizer returns a Plan (sim/plan.hpp). Its final step time always comes from the
+// Simulator (one simulated step), so every method is measured by the same model; a plan that is
+// out of memory comes back with valid = false and the simulator's reason in `reason`.
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "go/core/error.hpp"
+#include "go/graph/cost.hpp"
+#include "go/graph/graph.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go {
+
+// What to do about fusion after placement.
+enum class FusionMode : std::uint8_t {
+  none,  // no fusion groups
+  xla,   // greedy producer-consumer fusion (baselines/fusion.hpp), applied to any placement
+};
+
+inline FusionMode parse_fusion_mode(std::string_view s) {
+  if (s == "none") return FusionMode::none;
+  if (s == "xla") return FusionMode::xla;
+  GO_FAIL("unknown fusion mode '", s, "' (known: none, xla)");
+}
+inline constexpr std::string_view fusion_mode_name(FusionMode f) { return f == FusionMode::xla ? "xla" : "none"; }
+
+struct PlaceOptions {
+  std::uint64_t seed = 0;           // every random choice (random, anneal, METIS) derives from it
+  std::int64_t budget = 1000;       // random/anneal: simulate() calls, the final evaluation excluded
+  FusionMode fusion = FusionMode::none;
+  std::string expert_split;         // human: a dnn-partitioning expert split to use (default: found
+                                    // next to the graph file, see baselines/human.hpp)
+  SimOptions sim;                   // options of every simulation
+};
+
+struct PlaceResult {
+  std::string method;
+  Plan plan;
+  bool valid = false;
+  SimStatus status = SimStatus::ok;
+  double step_time = std::numeric_limits<double>::infinity();  // seconds, simulated
+  std::string reason;               // why the plan is invalid ("" when valid)
+  std::vector<std::int64_t> peak_memory;  // bytes per device
+  std::int32_t problem_device = -1;       // out of memory: the first device that overflowed
+  std::int64_t problem_bytes = 0;         // out of memory: the bytes it needed
+  double optimize_seconds = 0;      // wall time of the optimizer (the final simulation excluded)
+  std::int64_t simulations = 0;     // simulate() calls the optimizer made
+  std::string note;                 // what the method did that the reader should know
+};
+
+namespace detail::base {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Baechi's static memory of an op: persistent (parameters and optimizer state) + its outputs +
+// its temporary memory. A placement that keeps every device's sum under its capacity never runs
+// out of memory in the simulator (which frees activations after their last consumer), so the
+// estimate is conservative.
+inline std::int64_t op_footprint(const Op& o) { return o.param_bytes + o.output_bytes + o.temp_bytes; }
+
+// Data bytes on the edge (pred k of op v): the tensor's bytes, 0 for a control edge.
+inline double edge_bytes(const OpGraph& g, TensorId t) {
+  return t < 0 ? 0.0 : static_cast<double>(g.tensor(t).bytes);
+}
+
+// Priorities from a list schedule: the op scheduled first gets the highest priority.
+inline std::vector<float> priorities_from_order(std::int32_t n, const std::vector<OpId>& order) {
+  std::vector<float> p(static_cast<std::size_t>(n), 0.0f);
+  for (std::size_t k = 0; k < order.size(); ++k)
+    p[static_cast<std::size_t>(order[k])] = static_cast<float>(order.size() - k);
+  return p;
+}
+
+// Colocation groups: the device the group's first placed member got (-1: none yet).
+struct Colocation {
+  std::vector<std::int32_t> device;  // per group id
+  explicit Colocation(const OpGraph& g) {
+    std::int32_t m = -1;
+    for (const Op& o : g.ops()) m = std::max(m, o.colocation);
+    device.assign(static_cast<std::size_t>(m + 1), -1);
+  }
+  std::int32_t forced(const Op& o) const { return o.colocation < 0 ? -1 : device[static_cast<std::size_t>(o.colocation)]; }
+  void set(const Op& o, std::int32_t d) {
+    if (o.colocation >= 0 && device[static_cast<std::size_t>(o.colocation)] < 0)
+      device[static_cast<std::size_t>(o.colocation)] = d;
+  }
+};
+
+// A depth-first topological order: Kahn's algorithm with a stack (the op made ready last runs
+// next; ops ready at the start in id order, the lowest id first). It keeps chains and branches
+// together, unlike OpGraph::topo_order (Kahn with a queue by id, which interleaves independent
+// chains), so contiguous runs of it are meaningful placement blocks.
+inline std::vector<OpId> depth_first_topo_order(const OpGraph& g) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<std::int32_t> missing(n);
+  std::vector<OpId> stack, order;
+  order.reserve(n);
+  for (std::size_t v = n; v-- > 0;) {
+    missing[v] = g.in_degree(static_cast<OpId>(v));
+    if (missing[v] == 0) stack.push_back(static_cast<OpId>(v));
+  }
+  while (!stack.empty()) {
+    const OpId v = stack.back();
+    stack.pop_back();
+    order.push_back(v);
+    const auto succ = g.succ(v);
+    for (auto it = succ.rbegin(); it != succ.rend(); ++it)
+      if (--missing[static_cast<std::size_t>(*it)] == 0) stack.push_back(*it);
+  }
+  GO_CHECK(order.size() == n, g.where(), "depth_first_topo_order: the graph has a cycle");
+  return order;
+}
+
+// Op time per device kind: times[d][i]. Devices with the same spec name share a row.
+inline std::vector<std::vector<double>> op_times_per_device(const OpGraph& g, const Cluster& c) {
+  std::vector<std::vector<double>> t(static_cast<std::size_t>(c.num_devices()));
+  for (std::int32_t d = 0; d < c.num_devices(); ++d) {
+    for (std::int32_t e = 0; e < d; ++e)
+      if (c.spec(e).name == c.spec(d).name && c.spec(e).peak_flops == c.spec(d).peak_flops &&
+          c.spec(e).mem_bandwidth == c.spec(d).mem_bandwidth && c.spec(e).launch_overhead == c.spec(d).launch_overhead) {
+        t[static_cast<std::size_t>(d)] = t[static_cast<std::size_t>(e)];
+        break;
+      }
+    if (t[static_cast<std::size_t>(d)].empty()) t[static_cast<std::size_t>(d)] = op_times(g, c.spec(d));
+  }
+  return t;
+}
+
+}  // namespace detail::base
+
+// Simulates `plan` once and fills the result fields of `r` (valid, status, step_time, reason,
+// peak_memory).
+inline void evaluate_plan(const OpGraph& g, const Cluster& c, const Plan& plan, PlaceResult& r, const SimOptions& so = {}) {
+  Simulator sim(g, c, so);
+  SimWorkspace ws = sim.make_workspace();
+  const SimResult& s = sim.simulate(plan, ws);
+  r.valid = s.valid;
+  r.status = s.status;
+  r.step_time = s.step_time;
+  r.peak_memory = s.peak_memory;
+  r.problem_device = s.status == SimStatus::out_of_memory ? s.problem_device : -1;
+  r.problem_bytes = s.status == SimStatus::out_of_memory ? s.problem_bytes : 0;
+  r.reason = s.valid ? std::string() : sim_reason(s, g, c);
+}
+
+}  // namespace go

@@ -1,0 +1,129 @@
+#pragma once
+// The `metis` baseline: a METIS k-way partition (METIS_PartGraphKway, minimizing the edge cut) of
+// the op graph as an undirected graph, with
+//   two vertex weights (multi-constraint balance): compute time (go::op_time on device 0's spec)
+//     and memory (the static footprint: parameters + outputs + temporary bytes), both balanced
+//     across the k parts within 5% / 10%;
+//   edge weights: the bytes the edge carries (control edges: 1), parallel edges summed;
+//   colocation groups contracted to one vertex, so they land on one device.
+// Weights are scaled to integers that cannot overflow METIS's idx_t. No priorities (first ready,
+// first run), as a partitioner decides only the placement.
+//
+// METIS is compiled in when GO_WITH_METIS is defined (the build links libmetis: see
+// cmake/baselines.cmake); otherwise metis_plan throws a go::Error saying so.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "go/baselines/common.hpp"
+#include "go/core/error.hpp"
+#include "go/graph/cost.hpp"
+#include "go/graph/graph.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+
+#if defined(GO_WITH_METIS)
+#include <metis.h>
+#endif
+
+namespace go {
+
+inline constexpr bool metis_available() {
+#if defined(GO_WITH_METIS)
+  return true;
+#else
+  return false;
+#endif
+}
+
+inline Plan metis_plan(const OpGraph& g, const Cluster& c, std::uint64_t seed = 0, std::string* note = nullptr) {
+  const std::int32_t k = c.num_devices();
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  if (k == 1 || n == 0) return Plan::single_device(g.num_ops(), 0);
+#if !defined(GO_WITH_METIS)
+  (void)seed;
+  (void)note;
+  GO_FAIL("metis: this build of go has no METIS (define GO_WITH_METIS and link libmetis, see cmake/baselines.cmake)");
+#else
+  // vertices: colocation groups contracted
+  std::vector<std::int32_t> vid(n, -1);
+  std::unordered_map<std::int32_t, std::int32_t> group_vertex;
+  std::int32_t nv = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t cg = g.op(static_cast<OpId>(i)).colocation;
+    if (cg < 0) {
+      vid[i] = nv++;
+      continue;
+    }
+    auto [it, fresh] = group_vertex.emplace(cg, nv);
+    if (fresh) ++nv;
+    vid[i] = it->second;
+  }
+  const std::vector<double> t = op_times(g, c.spec(0));
+  std::vector<double> wt(static_cast<std::size_t>(nv), 0.0), wm(static_cast<std::size_t>(nv), 0.0);
+  double tt = 0, tm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    wt[static_cast<std::size_t>(vid[i])] += t[i];
+    const double m = static_cast<double>(detail::base::op_footprint(g.op(static_cast<OpId>(i))));
+    wm[static_cast<std::size_t>(vid[i])] += m;
+    tt += t[i];
+    tm += m;
+  }
+  const double st = tt > 0 ? 1e8 / tt : 1.0, sm = tm > 0 ? 1e8 / tm : 1.0;
+  std::vector<idx_t> vwgt(static_cast<std::size_t>(nv) * 2);
+  for (std::int32_t v = 0; v < nv; ++v) {
+    vwgt[static_cast<std::size_t>(v) * 2] = static_cast<idx_t>(std::llround(wt[static_cast<std::size_t>(v)] * st));
+    vwgt[static_cast<std::size_t>(v) * 2 + 1] = static_cast<idx_t>(std::llround(wm[static_cast<std::size_t>(v)] * sm));
+  }
+  // undirected adjacency with summed weights
+  std::vector<std::unordered_map<std::int32_t, double>> adj(static_cast<std::size_t>(nv));
+  double max_w = 1;
+  for (OpId u = 0; u < g.num_ops(); ++u) {
+    const auto succ = g.succ(u);
+    const auto stn = g.succ_tensors(u);
+    for (std::size_t e = 0; e < succ.size(); ++e) {
+      const std::int32_t a = vid[static_cast<std::size_t>(u)], b = vid[static_cast<std::size_t>(succ[e])];
+      if (a == b) continue;
+      const double w = std::max(1.0, detail::base::edge_bytes(g, stn[e]));
+      max_w = std::max({max_w, adj[static_cast<std::size_t>(a)][b] += w, adj[static_cast<std::size_t>(b)][a] += w});
+    }
+  }
+  // edge weights in [1, 1e6]: the sum over a vertex's edges stays far below 2^31 for any degree < 2000
+  const double se = 1e6 / max_w;
+  std::vector<idx_t> xadj(static_cast<std::size_t>(nv) + 1, 0), adjncy, adjwgt;
+  for (std::int32_t v = 0; v < nv; ++v) {
+    std::vector<std::pair<std::int32_t, double>> row(adj[static_cast<std::size_t>(v)].begin(), adj[static_cast<std::size_t>(v)].end());
+    std::sort(row.begin(), row.end());
+    for (const auto& [w, b] : row) {
+      adjncy.push_back(w);
+      adjwgt.push_back(std::max<idx_t>(1, static_cast<idx_t>(std::llround(b * se))));
+    }
+    xadj[static_cast<std::size_t>(v) + 1] = static_cast<idx_t>(adjncy.size());
+  }
+  idx_t nvtxs = nv, ncon = 2, nparts = k, objval = 0;
+  std::vector<idx_t> part(static_cast<std::size_t>(nv), 0);
+  real_t ubvec[2] = {1.05f, 1.10f};
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = static_cast<idx_t>(seed % 2147483647u);
+  options[METIS_OPTION_NUMBERING] = 0;
+  if (adjncy.empty()) adjncy.push_back(0), adjwgt.push_back(1);  // METIS dereferences them
+  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, adjwgt.data(), &nparts,
+                               nullptr, ubvec, options, &objval, part.data());
+  if (rc != METIS_OK) {
+    if (note) *note = "k-way failed, recursive bisection used";
+    rc = METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, adjwgt.data(),
+                                  &nparts, nullptr, ubvec, options, &objval, part.data());
+  }
+  GO_CHECK(rc == METIS_OK, g.where(), "metis: METIS failed with status ", rc);
+  Plan p;
+  p.device.resize(n);
+  for (std::size_t i = 0; i < n; ++i) p.device[i] = static_cast<std::int32_t>(part[static_cast<std::size_t>(vid[i])]);
+  return p;
+#endif
+}
+
+}  // namespace go

@@ -1,0 +1,167 @@
+#pragma once
+// One entry point for every placement optimizer, and the registry of their names:
+//   go::PlaceResult r = go::place("m-etf", graph, cluster, go::PlaceOptions{});
+//   r.plan (device, priority, fusion), r.valid / r.step_time / r.reason from one simulated step,
+//   r.optimize_seconds (wall time of the optimizer, fusion included, the final simulation excluded).
+// Built-in methods (see each header for its exact rule):
+//   default  every op on device 0, first ready first run, no fusion          (human.hpp)
+//   human    zoo / dnn-partitioning expert placement, else the generic rule   (human.hpp)
+//   metis    METIS k-way, compute + memory balanced, edge bytes cut           (metis.hpp)
+//   heft     HEFT list scheduling with communication costs                    (list_scheduling.hpp)
+//   m-topo, m-etf, m-sct   Baechi's memory-constrained placers                (list_scheduling.hpp)
+//   random, anneal         search with the simulator, budget in simulations   (search.hpp)
+// PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to any plan.
+// Other optimizers (the RL `go` method) join with register_place_method(); a later registration
+// under an existing name replaces it. The registry is process-wide and not synchronised: register
+// before placing from several threads.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "go/baselines/common.hpp"
+#include "go/baselines/fusion.hpp"
+#include "go/baselines/human.hpp"
+#include "go/baselines/list_scheduling.hpp"
+#include "go/baselines/metis.hpp"
+#include "go/baselines/search.hpp"
+#include "go/core/error.hpp"
+#include "go/graph/graph.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go {
+
+// An optimizer: returns a plan for the graph on the cluster; may set out.note and out.simulations.
+using PlaceFn = std::function<Plan(const OpGraph&, const Cluster&, const PlaceOptions&, PlaceResult& out)>;
+
+struct PlaceMethod {
+  std::string name;
+  std::string help;  // one line
+  PlaceFn fn;
+  // Re-run with a smaller memory budget on the device the simulator reports out of memory (see
+  // place()); for methods that read DeviceSpec::memory_bytes as their budget.
+  bool memory_feedback = false;
+};
+
+namespace detail::base {
+
+inline std::vector<PlaceMethod> builtin_methods() {
+  std::vector<PlaceMethod> m;
+  m.push_back({"default", "every op on device 0, first-ready scheduling, no fusion (TensorFlow's default)",
+               [](const OpGraph& g, const Cluster&, const PlaceOptions&, PlaceResult&) { return default_plan(g); }});
+  m.push_back({"human", "human-expert placement (zoo rules, dnn-partitioning expert splits, else contiguous blocks by depth)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
+                 return human_plan(g, c, o.expert_split, &r.note);
+               }});
+  m.push_back({"metis", "METIS k-way partition weighted by compute and edge bytes, balancing compute and memory",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
+                 return metis_plan(g, c, o.seed, &r.note);
+               }});
+  m.push_back({"heft", "HEFT list scheduling with communication costs (priorities follow the schedule)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return heft_plan(g, c, &r.note); }, true});
+  m.push_back({"m-topo", "Baechi m-TOPO: topological fill of devices under a memory cap",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return m_topo_plan(g, c, &r.note); }, true});
+  m.push_back({"m-etf", "Baechi m-ETF: earliest-time-first list scheduling under memory",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return m_etf_plan(g, c, &r.note); }, true});
+  m.push_back({"m-sct", "Baechi m-SCT: m-ETF with favourite children (greedy approximation of the LP)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return m_sct_plan(g, c, &r.note); }, true});
+  m.push_back({"random", "random search over contiguous-block placements and priorities (budget: simulations)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
+                 return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations);
+               }});
+  m.push_back({"anneal", "simulated annealing over placement and priority (budget: simulations)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
+                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations);
+               }});
+  return m;
+}
+
+inline std::vector<PlaceMethod>& registry() {
+  static std::vector<PlaceMethod> r = builtin_methods();
+  return r;
+}
+
+}  // namespace detail::base
+
+inline void register_place_method(PlaceMethod m) {
+  GO_CHECK(!m.name.empty() && m.fn, "register_place_method: a method needs a name and a function");
+  auto& r = detail::base::registry();
+  for (auto& x : r)
+    if (x.name == m.name) {
+      x = std::move(m);
+      return;
+    }
+  r.push_back(std::move(m));
+}
+
+inline const std::vector<PlaceMethod>& place_methods() { return detail::base::registry(); }
+
+inline std::vector<std::string> place_method_names() {
+  std::vector<std::string> v;
+  for (const auto& m : place_methods()) v.push_back(m.name);
+  return v;
+}
+
+inline std::string place_method_list() {
+  std::string s;
+  for (const auto& m : place_methods()) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+
+inline const PlaceMethod& find_place_method(const std::string& name) {
+  for (const auto& m : place_methods())
+    if (m.name == name) return m;
+  GO_FAIL("unknown method '", name, "' (known: ", place_method_list(), ")");
+}
+
+// Runs optimizer `method`, applies the fusion option, and simulates the plan once. A plan that does
+// not fit comes back with valid = false, status out_of_memory and the simulator's reason; a plan
+// the simulator rejects for another reason is a bug of the method and throws.
+// Memory feedback (methods with memory_feedback: heft, m-topo, m-etf, m-sct): their static memory
+// estimate (parameters + every output) overstates what the simulator keeps live, so on large
+// training graphs it overflows every device and the overflow may land where memory runs out. When
+// the simulated plan is out of memory on device d (needing `need` bytes of `cap`), the method runs
+// again with d's budget multiplied by 0.9 * cap / need, up to 8 times; the retries (each one
+// simulation) count in optimize_seconds and simulations, and the note says how many were made. The
+// first plan that fits is returned, else the last one.
+inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
+  const PlaceMethod& m = find_place_method(method);
+  c.validate();
+  PlaceResult r;
+  r.method = method;
+  const auto t0 = std::chrono::steady_clock::now();
+  Cluster work = c;
+  int retries = 0;
+  for (;;) {
+    r.note.clear();
+    r.plan = m.fn(g, work, opts, r);
+    if (opts.fusion == FusionMode::xla) apply_xla_fusion(g, r.plan);
+    else r.plan.fusion.clear();
+    // earlier attempts and their simulations are part of the optimization; this attempt's is not
+    r.optimize_seconds = detail::base::seconds_since(t0);
+    const std::string bad = check_plan(g, r.plan, c.num_devices(), opts.sim.check_colocation);
+    GO_CHECK(bad.empty(), g.where(), method, " produced an invalid plan: ", bad);
+    evaluate_plan(g, c, r.plan, r, opts.sim);
+    GO_CHECK(r.valid || r.status == SimStatus::out_of_memory, g.where(), method, " produced an invalid plan: ", r.reason);
+    if (r.valid || !m.memory_feedback || retries == 8 || r.problem_device < 0 || r.problem_bytes <= 0) {
+      if (retries > 0) {
+        r.simulations += retries;
+        r.note += std::string(r.note.empty() ? "" : "; ") + "memory feedback: " + std::to_string(retries) +
+                  " re-run(s) with lowered device budgets";
+      }
+      return r;
+    }
+    auto& spec = work.devices[static_cast<std::size_t>(r.problem_device)].spec;
+    const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
+    const double f = 0.9 * cap / std::max(cap, static_cast<double>(r.problem_bytes));
+    spec.memory_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(spec.memory_bytes) * f));
+    ++retries;
+  }
+}
+
+}  // namespace go

@@ -1,0 +1,172 @@
+#pragma once
+// Black-box search over placement and priority with the Simulator as the cost function: `random`
+// (random search) and `anneal` (simulated annealing). Both reuse one Simulator and one workspace;
+// the budget is the number of simulate() calls (GO gets the same budget).
+//
+// Cost of a plan: its step time when valid; out of memory: step time x 2 x (needed / capacity) on
+// the first device that overflowed (so plans closer to fitting rank better, and every plan that
+// fits beats every plan that does not... up to that factor); any other invalid plan: +inf.
+//
+// Both work on the depth-first topological order (detail::base::depth_first_topo_order), whose
+// contiguous runs keep chains and branches together.
+// random: the first sample is the default plan (every op on device 0); every further sample cuts
+//   the topological order into m contiguous blocks (m uniform in [1, k], cut points uniform), gives
+//   the blocks distinct random devices, and with probability 1/2 adds random priorities (uniform in
+//   [0, 1) per op). Colocation groups are then enforced. The best sample wins.
+// anneal: starts from the default plan, or from m-TOPO when the default does not fit (the better
+//   of the two by cost; both count in the budget). A move either (p = 0.8) sends a contiguous run of
+//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random
+//   device, or (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
+//   n - topological position, which reproduces first-ready order on chains). Metropolis acceptance
+//   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the budget.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "go/baselines/common.hpp"
+#include "go/baselines/list_scheduling.hpp"
+#include "go/core/error.hpp"
+#include "go/core/rng.hpp"
+#include "go/graph/graph.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go {
+
+namespace detail::base {
+
+struct SearchEval {
+  const OpGraph& g;
+  const Cluster& c;
+  Simulator sim;
+  SimWorkspace ws;
+  std::int64_t calls = 0;
+
+  SearchEval(const OpGraph& graph, const Cluster& cluster, const SimOptions& so)
+      : g(graph), c(cluster), sim(graph, cluster, so), ws(sim.make_workspace()) {}
+
+  double cost(const Plan& p) {
+    ++calls;
+    const SimResult& r = sim.simulate(p, ws);
+    if (r.valid) return r.step_time;
+    if (r.status == SimStatus::out_of_memory && std::isfinite(r.step_time)) {
+      const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
+      return r.step_time * 2.0 * std::max(1.0, static_cast<double>(r.problem_bytes) / cap);
+    }
+    return std::numeric_limits<double>::infinity();
+  }
+};
+
+}  // namespace detail::base
+
+inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
+                               const SimOptions& so = {}, std::int64_t* calls = nullptr) {
+  GO_CHECK(budget >= 1, "random: the budget must be at least 1 simulation, got ", budget);
+  detail::base::SearchEval ev(g, c, so);
+  Rng rng(seed);
+  const std::int32_t k = c.num_devices();
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
+  Plan best = Plan::single_device(g.num_ops(), 0);
+  double best_cost = ev.cost(best);
+  Plan cand;
+  std::vector<std::size_t> cuts;
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
+  for (std::int64_t it = 1; it < budget; ++it) {
+    const auto m = static_cast<std::int32_t>(1 + rng.uniform_int(static_cast<std::uint64_t>(k)));
+    cuts.clear();
+    for (std::int32_t j = 0; j + 1 < m; ++j) cuts.push_back(static_cast<std::size_t>(rng.uniform_int(n + 1)));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.push_back(n);
+    for (std::int32_t d = 0; d < k; ++d) perm[static_cast<std::size_t>(d)] = d;
+    for (std::int32_t d = k - 1; d > 0; --d)
+      std::swap(perm[static_cast<std::size_t>(d)], perm[static_cast<std::size_t>(rng.uniform_int(static_cast<std::uint64_t>(d) + 1))]);
+    cand.device.assign(n, 0);
+    std::size_t b = 0;
+    for (std::size_t pos = 0; pos < n; ++pos) {
+      while (pos >= cuts[b]) ++b;
+      cand.device[static_cast<std::size_t>(topo[pos])] = perm[b];
+    }
+    cand.priority.clear();
+    if (rng.uniform() < 0.5f) {
+      cand.priority.resize(n);
+      for (auto& x : cand.priority) x = rng.uniform();
+    }
+    colocate(g, cand);
+    const double cst = ev.cost(cand);
+    if (cst < best_cost) {
+      best_cost = cst;
+      best = cand;
+    }
+  }
+  if (calls) *calls = ev.calls;
+  return best;
+}
+
+inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
+                        const SimOptions& so = {}, std::int64_t* calls = nullptr) {
+  GO_CHECK(budget >= 1, "anneal: the budget must be at least 1 simulation, got ", budget);
+  detail::base::SearchEval ev(g, c, so);
+  Rng rng(seed);
+  const std::int32_t k = c.num_devices();
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
+  Plan cur = Plan::single_device(g.num_ops(), 0);
+  double cur_cost = ev.cost(cur);
+  if (!ev.ws.result().valid && budget >= 2 && k > 1) {
+    Plan t = m_topo_plan(g, c);
+    const double tc = ev.cost(t);
+    if (tc < cur_cost) {
+      cur = std::move(t);
+      cur_cost = tc;
+    }
+  }
+  Plan best = cur;
+  double best_cost = cur_cost;
+  if (n == 0) return best;
+  const double t0 = std::isfinite(cur_cost) && cur_cost > 0 ? 0.05 * cur_cost : 1e-3;
+  const double t_end = t0 * 1e-3;
+  const std::int64_t moves = std::max<std::int64_t>(1, budget - ev.calls);
+  const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
+  double temp = t0;
+  const double log_max_len = std::log(static_cast<double>(std::max<std::size_t>(1, n / static_cast<std::size_t>(k))) + 1.0);
+  Plan cand;
+  while (ev.calls < budget) {
+    cand = cur;
+    const std::size_t start = static_cast<std::size_t>(rng.uniform_int(n));
+    const auto draw = static_cast<std::size_t>(std::exp(rng.uniform_double() * log_max_len));
+    const std::size_t len = std::min(n - start, std::max<std::size_t>(1, draw));
+    if (k > 1 && rng.uniform() < 0.8f) {
+      const auto d = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(k)));
+      for (std::size_t p = start; p < start + len; ++p) cand.device[static_cast<std::size_t>(topo[p])] = d;
+      colocate(g, cand);
+    } else {
+      if (cand.priority.empty()) {
+        cand.priority.resize(n);
+        for (std::size_t p = 0; p < n; ++p) cand.priority[static_cast<std::size_t>(topo[p])] = static_cast<float>(n - p);
+      }
+      const float sd = static_cast<float>(n) / 10.0f;
+      for (std::size_t p = start; p < start + len; ++p) cand.priority[static_cast<std::size_t>(topo[p])] += rng.normal(0.0f, sd);
+    }
+    const double cst = ev.cost(cand);
+    const bool accept = cst <= cur_cost ||
+                        (std::isfinite(cst) && rng.uniform_double() < std::exp(-(cst - cur_cost) / temp));
+    if (accept) {
+      std::swap(cur, cand);
+      cur_cost = cst;
+      if (cur_cost < best_cost) {
+        best_cost = cur_cost;
+        best = cur;
+      }
+    }
+    temp *= decay;
+  }
+  if (calls) *calls = ev.calls;
+  return best;
+}
+
+}  // namespace go
