@@ -1,7 +1,5 @@
 #include "go/kernels/rowwise.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -86,17 +84,16 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) {
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma. The column sums
-  // for dgamma / dbeta go to per-thread partials in the same pass (the row is in
-  // cache), merged in a fixed order: deterministic for a given thread count.
+  // for dgamma / dbeta go to partials in the same pass (the row is in cache), one per
+  // fixed block of rows, merged in block order: the bits do not depend on the thread count.
   const bool want_params = dgamma || dbeta;
-  const int threads = rows * cols > kParallelGrain ? omp_get_max_threads() : 1;
-  std::vector<float> part(want_params ? static_cast<std::size_t>(threads) * 2 * cols : 0, 0.f);
-#pragma omp parallel num_threads(threads)
-  {
-    float* pg = want_params ? part.data() + static_cast<std::size_t>(omp_get_thread_num()) * 2 * cols : nullptr;
+  const std::int64_t blocks = rows * cols > kParallelGrain ? std::min<std::int64_t>(64, rows) : 1;
+  std::vector<float> part(want_params ? static_cast<std::size_t>(blocks) * 2 * cols : 0, 0.f);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    float* pg = want_params ? part.data() + static_cast<std::size_t>(b) * 2 * cols : nullptr;
     float* pb = want_params ? pg + cols : nullptr;
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t r = b * rows / blocks; r < (b + 1) * rows / blocks; ++r) {
       const float* xr = x + r * cols;
       const float* dyr = dy + r * cols;
       float* dxr = dx + r * cols;
@@ -126,8 +123,8 @@ void layer_norm_backward(const float* x, const float* gamma, const float* mean, 
     }
   }
   if (!want_params) return;
-  for (int t = 0; t < threads; ++t) {
-    const float* pg = part.data() + static_cast<std::size_t>(t) * 2 * cols;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const float* pg = part.data() + static_cast<std::size_t>(b) * 2 * cols;
     const float* pb = pg + cols;
     for (std::int64_t c = 0; c < cols; ++c) {
       if (dgamma) dgamma[c] += pg[c];

@@ -1,5 +1,6 @@
-# Shared set-up for scripts/demo and scripts/test: install missing Debian
-# packages, then configure and build Release into build/.
+# Shared set-up for scripts/demo, scripts/test and scripts/fuzz: install missing Debian
+# packages, then configure and build Release into build/ (go_build), the sanitizer build into
+# build-asan/ (go_build_sanitized) or the libFuzzer targets into build-fuzz/ (go_fuzz_configure_build).
 set -euo pipefail
 
 GO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +12,7 @@ GO_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libeigen3-dev libdnnl-dev nlohmann-json3-dev catch2 libbenchmark-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libmetis-dev libopenmpi-dev openmpi-bin
+  clang-14 libclang-rt-14-dev libomp-14-dev
 )
 
 go_log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -49,4 +51,56 @@ go_build() {
   fi
   go_log "building with $GO_JOBS jobs"
   cmake --build "$GO_BUILD" -j "$GO_JOBS" "${GO_BUILD_TARGETS[@]/#/--target=}"
+}
+
+# clang++ for the fuzz targets (libFuzzer comes with Debian's libclang-rt-14-dev).
+go_find_clang() {
+  local c
+  for c in clang++-14 clang++; do
+    if command -v "$c" >/dev/null; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Sanitizer flags shared by build-asan and build-fuzz: ASan + UBSan, and any UBSan report is fatal.
+GO_SANITIZE_FLAGS=(-DGO_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all
+                   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGO_CUDA=OFF -DGO_BUILD_BENCH=OFF)
+# Run-time options: leaks are errors too; a report stops the test with a stack.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# The whole library, tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer (GCC,
+# -O1 -g1: much faster tests than -O0, still exact line numbers) into $1 (default build-asan).
+go_build_sanitized() {
+  local dir="${1:-$GO_ROOT/build-asan}" generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    go_log "configuring $dir (AddressSanitizer + UndefinedBehaviorSanitizer)"
+    cmake -S "$GO_ROOT" -B "$dir" "${generator[@]}" "${GO_SANITIZE_FLAGS[@]}" \
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
+  fi
+  go_log "building $dir with $GO_JOBS jobs"
+  cmake --build "$dir" -j "$GO_JOBS"
+}
+
+# The libFuzzer targets of tests/fuzz with clang, ASan and UBSan into $1 (default build-fuzz).
+# Configure runs every time: it refreshes the seed corpora (symlinks) of tests/fuzz/CMakeLists.txt.
+go_fuzz_configure_build() {
+  local dir="${1:-$GO_ROOT/build-fuzz}" generator=() cxx
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cxx="$(go_find_clang)" || { echo "error: scripts/fuzz needs clang++ (Debian: clang-14 libclang-rt-14-dev)" >&2; return 1; }
+  local cfg=()
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    go_log "configuring $dir (clang libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer)"
+    # -Wno-pass-failed: clang at -O1 warns that the kernels' `omp simd` loops were not vectorized.
+    cfg=(-S "$GO_ROOT" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" "${GO_SANITIZE_FLAGS[@]}" -DGO_FUZZ=ON
+         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DGO_BUILD_TESTS=OFF -DGO_BUILD_EXAMPLES=OFF
+         "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all -Wno-pass-failed")
+  fi
+  cmake -B "$dir" "${cfg[@]}" >/dev/null
+  go_log "building the fuzz targets in $dir with $GO_JOBS jobs"
+  cmake --build "$dir" -j "$GO_JOBS"
 }

@@ -10,6 +10,7 @@
 #include "info.hpp"
 #include "place.hpp"
 #include "simulate.hpp"
+#include "train.hpp"
 #include "go/core/error.hpp"
 #include "go/version.hpp"
 
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   gopt::add_simulate_command(app);
   gopt::add_place_command(app);
   gopt::add_eval_command(app);
+  gopt::add_train_command(app);
   gopt::add_demo_command(app);
   try {
     app.parse(argc, argv);

@@ -15,6 +15,10 @@
 namespace go {
 
 inline std::string read_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  GO_CHECK(!ec && std::filesystem::exists(status), path, ": cannot open: no such file");
+  GO_CHECK(std::filesystem::is_regular_file(status), path, ": cannot open: not a regular file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   GO_CHECK(f, path, ": cannot open: ", std::strerror(errno));
   std::string data;

@@ -227,6 +227,19 @@ class OpGraph {
 };
 
 namespace detail {
+// Names end up in JSON (graph files, gopt info --json), which must be UTF-8.
+inline bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
+}
 
 inline std::string op_label(const std::string& name, std::int64_t id) {
   return "op '" + name + "' (id " + std::to_string(id) + ")";
@@ -323,6 +336,7 @@ inline OpGraph GraphBuilder::build() {
   std::vector<OpSpec> specs = std::move(specs_);
   specs_.clear();
   const std::string at = (g.info_.source.empty() ? std::string("graph") : g.info_.source) + ": ";
+  GO_CHECK(detail::valid_utf8(g.info_.name), at, "the graph's name is not valid UTF-8");
   const std::size_t n = specs.size();
   auto lab = [&](std::size_t i) {
     return detail::op_label(specs[i].name, specs[i].id >= 0 ? specs[i].id : static_cast<std::int64_t>(i));
@@ -419,6 +433,7 @@ inline OpGraph GraphBuilder::build() {
     } else {
       for (auto& p : s.params) {
         GO_CHECK(p.bytes >= 0, at, lab(i), " has parameter '", p.name, "' of negative size ", p.bytes);
+        GO_CHECK(detail::valid_utf8(p.name), at, lab(i), " has a parameter whose name is not valid UTF-8");
         pb += p.bytes;
         g.params_.push_back(ParamInfo{std::move(p.name), p.bytes, static_cast<OpId>(i)});
       }
@@ -427,6 +442,7 @@ inline OpGraph GraphBuilder::build() {
     }
     o.param_bytes = pb;
     g.param_offsets_[i + 1] = static_cast<std::int64_t>(g.params_.size());
+    GO_CHECK(detail::valid_utf8(s.name), at, lab(i), " has a name that is not valid UTF-8");
     g.names_[i] = s.name;
   }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "go/core/error.hpp"
+#include "go/core/file.hpp"
 #include "go/graph/graph.hpp"
 
 namespace go {
@@ -18,29 +19,9 @@ namespace detail {
 
 // Reads a whole file; a missing, unreadable, non-regular or empty file is a go::Error naming it.
 inline std::string read_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  GO_CHECK(!ec && std::filesystem::exists(status), path, ": cannot open file (no such file)");
-  GO_CHECK(std::filesystem::is_regular_file(status), path, ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  GO_CHECK(in.good(), path, ": cannot open file for reading");
-  std::string data;
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  GO_CHECK(size >= 0, path, ": cannot read file size");
-  data.resize(static_cast<std::size_t>(size));
-  in.seekg(0, std::ios::beg);
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  GO_CHECK(in.good() || in.eof(), path, ": read error");
+  std::string data = go::read_file(path);
   GO_CHECK(!data.empty(), path, ": empty file");
   return data;
-}
-
-inline void write_file(const std::string& path, std::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  GO_CHECK(out.good(), path, ": cannot open file for writing");
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  GO_CHECK(out.good(), path, ": write error");
 }
 
 inline std::string file_extension(const std::string& path) {

@@ -106,7 +106,8 @@ inline nlohmann::json graph_to_json(const OpGraph& g) {
 
 inline std::string save_json_string(const OpGraph& g, int indent = 1) { return graph_to_json(g).dump(indent); }
 
-inline void save_json(const OpGraph& g, const std::string& path) { detail::write_file(path, save_json_string(g) + "\n"); }
+// Written atomically (a temporary file, then rename).
+inline void save_json(const OpGraph& g, const std::string& path) { write_file_atomic(path, save_json_string(g) + "\n"); }
 
 namespace detail {
 

@@ -11,6 +11,7 @@
 // Loading checks the magic, the header, the size, the checksum and that the
 // names and shapes match exactly what the caller expects, and says which
 // tensor and which file when they do not.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -98,7 +99,13 @@ inline LoadedTensors load_tensors(const std::string& path) {
   try {
     GO_CHECK(header.at("format") == "go-parameters" && header.at("version") == 1, path,
              ": unsupported format or version ", header.value("version", -1));
-    const std::uint64_t data_bytes = header.at("data_bytes").get<std::uint64_t>();
+    // Header numbers are checked before conversion: a float or negative value is an error, not UB.
+    auto count = [&](const nlohmann::json& v, const char* what) {
+      GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), path, ": ", what,
+               " must be a non-negative integer, got ", v.dump());
+      return v.get<std::uint64_t>();
+    };
+    const std::uint64_t data_bytes = count(header.at("data_bytes"), "data_bytes");
     const std::uint64_t start = 16 + hl;
     GO_CHECK(bytes.size() - start == data_bytes, path, ": truncated or padded: expected ", data_bytes,
              " data bytes, found ", bytes.size() - start);
@@ -112,8 +119,16 @@ inline LoadedTensors load_tensors(const std::string& path) {
         GO_FAIL(path, ": tensor '", name, "' has unknown dtype '", dt, "'");
       }();
       Shape shape;
-      for (const auto& d : e.at("shape")) shape.push_back(d.get<std::int64_t>());
-      const std::uint64_t off = e.at("offset").get<std::uint64_t>(), nb = e.at("nbytes").get<std::uint64_t>();
+      GO_CHECK(e.at("shape").is_array() && e.at("shape").size() <= static_cast<std::size_t>(Shape::kMaxRank), path,
+               ": tensor '", name, "' has a shape that is not a list of at most ", Shape::kMaxRank, " dimensions");
+      std::uint64_t elems = 1;
+      for (const auto& d : e.at("shape")) {
+        const std::uint64_t dim = count(d, "a shape dimension");
+        GO_CHECK(!__builtin_mul_overflow(elems, dim, &elems), path, ": tensor '", name, "' has an absurd shape");
+        shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(dim, INT64_MAX)));
+      }
+      GO_CHECK(elems <= data_bytes, path, ": tensor '", name, "' has a shape larger than the file's data");
+      const std::uint64_t off = count(e.at("offset"), "offset"), nb = count(e.at("nbytes"), "nbytes");
       GO_CHECK(nb == static_cast<std::uint64_t>(shape.numel()) * dtype_size(dtype) && off <= data_bytes &&
                    nb <= data_bytes - off,
                path, ": tensor '", name, "' has an inconsistent size or offset");

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -295,8 +296,12 @@ inline Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std:
   if (auto pr = j.find("priority"); pr != j.end() && !pr->is_null()) {
     if (!pr->is_array() || pr->size() != n) r.fail("", "\"priority\" must be an array of " + std::to_string(n) + " numbers");
     p.priority.resize(n);
-    for (std::size_t i = 0; i < n; ++i)
-      p.priority[i] = static_cast<float>(r.number((*pr)[i], "priority[" + std::to_string(i) + "] "));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = r.number((*pr)[i], "priority[" + std::to_string(i) + "] ");
+      if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
+        r.fail("", "priority[" + std::to_string(i) + "] is outside the float range");
+      p.priority[i] = static_cast<float>(v);
+    }
   }
   if (auto fu = j.find("fusion"); fu != j.end() && !fu->is_null()) {
     if (!fu->is_array() || fu->size() != n) r.fail("", "\"fusion\" must be an array of " + std::to_string(n) + " group ids");

@@ -1,0 +1,187 @@
+// gopt train: PPO on one graph or a set of graphs (include/go/rl/ppo.hpp).
+#include "train.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <new>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/rl/all.hpp"
+#include "go/sim/sim.hpp"
+
+namespace gopt {
+namespace {
+
+struct TrainOptions {
+  std::vector<std::string> graphs;
+  std::string cluster;
+  std::string config;
+  std::string out = "gopt-train.ckpt";
+  std::string metrics;
+  std::string plan_out;
+  std::int64_t updates = -1;
+  std::int64_t seed = -1;
+  int threads = -1;
+  std::int64_t stop_after = -1;
+  bool training = false;
+  bool resume = false;
+  bool quiet = false;
+};
+
+std::string duration_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  char buf[64];
+  const long long t = static_cast<long long>(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%llds", t);
+  return buf;
+}
+
+void run_train(const TrainOptions& o) {
+  GO_CHECK(!o.graphs.empty(), "--graphs needs at least one graph");
+  GO_CHECK(!o.out.empty(), "--out must not be empty");
+  const bool resuming = o.resume && std::filesystem::exists(o.out);
+  go::rl::TrainConfig cfg;
+  if (resuming) {
+    cfg = go::rl::PpoTrainer::checkpoint_config(o.out);
+    if (!o.config.empty()) {
+      go::rl::TrainConfig given = go::rl::TrainConfig::load(o.config);
+      given.updates = cfg.updates;
+      given.threads = cfg.threads;
+      given.checkpoint_every = cfg.checkpoint_every;
+      GO_CHECK(given.to_json() == cfg.to_json(), o.config, ": differs from the config of the checkpoint ", o.out,
+               " being resumed (drop --config to resume with the checkpoint's)");
+    }
+  } else if (!o.config.empty()) {
+    cfg = go::rl::TrainConfig::load(o.config);
+  }
+  if (!resuming) {
+    if (o.training) cfg.training = true;
+    if (o.seed >= 0) cfg.seed = static_cast<std::uint64_t>(o.seed);
+  } else {
+    GO_CHECK(!o.training || cfg.training, "--training differs from the checkpoint being resumed");
+    GO_CHECK(o.seed < 0 || static_cast<std::uint64_t>(o.seed) == cfg.seed, "--seed ", o.seed,
+             " differs from the seed ", cfg.seed, " of the checkpoint being resumed");
+  }
+  if (o.updates >= 0) cfg.updates = o.updates;
+  if (o.threads >= 0) cfg.threads = o.threads;
+  cfg.validate();
+
+  const go::Cluster cluster = go::load_cluster(o.cluster);
+  std::vector<go::OpGraph> graphs;
+  for (const auto& g : o.graphs) graphs.push_back(go::load_graph(g));
+  go::rl::PpoTrainer trainer(cfg, std::move(graphs), cluster);
+  const std::string metrics = o.metrics.empty() ? o.out + ".csv" : o.metrics;
+  if (resuming) {
+    trainer.load_checkpoint(o.out);
+    if (o.updates >= 0) trainer.set_updates(o.updates);
+  }
+  go::rl::truncate_metrics_csv(metrics, trainer.updates_done());
+
+  const go::rl::TrainConfig& c = trainer.config();
+  if (!o.quiet) {
+    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters, %s%lld updates of %d samples\n",
+                 trainer.num_graphs(), cluster.name.c_str(), cluster.num_devices(),
+                 static_cast<long long>(trainer.policy()->num_parameters()), resuming ? "resuming at " : "",
+                 static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples);
+    for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
+      const auto& t = trainer.task(i);
+      std::fprintf(stderr, "  %s: %d ops, reference %.3f ms (%s)\n", t.name.c_str(), t.graph->num_ops(),
+                   t.reference * 1e3, t.reference_kind.c_str());
+    }
+  }
+  const bool tty = isatty(2);
+  const std::int64_t start_update = trainer.updates_done();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::int64_t total_samples = 0;
+  auto on_update = [&](const go::rl::UpdateStats& s) {
+    go::rl::append_metrics_csv(metrics, s);
+    total_samples += s.samples;
+    if (c.checkpoint_every > 0 && s.update % c.checkpoint_every == 0 && s.update < c.updates)
+      trainer.save_checkpoint(o.out);
+    if (o.quiet) return;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double per = el / static_cast<double>(s.update - start_update);
+    char best[64] = "none valid";
+    if (std::isfinite(s.best_step_time))
+      std::snprintf(best, sizeof best, "%.3f ms (%.2fx)", s.best_step_time * 1e3, s.best_speedup);
+    std::fprintf(stderr, "%supdate %lld/%lld  best %s  reward %.3f  entropy %.3f  kl %.4f  invalid %.0f%%  %.0f samples/s  ETA %s%s",
+                 tty ? "\r\033[K" : "", static_cast<long long>(s.update), static_cast<long long>(c.updates), best,
+                 s.mean_reward, s.entropy, s.approx_kl, 100 * s.invalid_fraction,
+                 el > 0 ? static_cast<double>(total_samples) / el : 0.0,
+                 duration_text(per * static_cast<double>(c.updates - s.update)).c_str(), tty ? "" : "\n");
+    std::fflush(stderr);
+  };
+  while (trainer.updates_done() < c.updates &&
+         (o.stop_after < 0 || trainer.updates_done() - start_update < o.stop_after))
+    on_update(trainer.update());
+  if (!o.quiet && tty) std::fputc('\n', stderr);
+  trainer.save_checkpoint(o.out);
+  for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
+    const auto& t = trainer.task(i);
+    if (std::isfinite(t.best_step_time))
+      std::printf("%s: best %.3f ms (%.2fx the %s reference %.3f ms), found at update %lld\n", t.name.c_str(),
+                  t.best_step_time * 1e3, t.reference / t.best_step_time, t.reference_kind.c_str(), t.reference * 1e3,
+                  static_cast<long long>(t.best_update));
+    else
+      std::printf("%s: no valid plan found in %lld samples\n", t.name.c_str(), static_cast<long long>(t.samples));
+  }
+  if (!o.plan_out.empty()) {
+    const auto& t = trainer.task(0);
+    GO_CHECK(std::isfinite(t.best_step_time), "no valid plan of ", t.name, " to write to ", o.plan_out);
+    go::save_plan(t.best_plan, *t.graph, o.plan_out);
+  }
+  std::printf("checkpoint %s, metrics %s\n", o.out.c_str(), metrics.c_str());
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train the GO policy with PPO on one graph or a set of graphs");
+  cmd->add_option("--graphs", o->graphs, "Graph files or zoo:<name>, comma-separated")->required()->delimiter(',');
+  cmd->add_option("--cluster", o->cluster, "Cluster preset (v100x4, ...) or go-cluster JSON file")->required();
+  cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)");
+  cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)");
+  cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)");
+  cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
+  cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)");
+  cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");
+  cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");
+  cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")");
+  cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)");
+  cmd->add_flag("--quiet", o->quiet, "No progress lines");
+  cmd->add_option("--stop-after", o->stop_after,
+                  "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")
+      ->group("");
+  cmd->callback([o]() {
+    try {
+      run_train(*o);
+    } catch (const go::Error& e) {
+      std::fprintf(stderr, "gopt train: %s\n", e.what());
+      throw CLI::RuntimeError(1);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "gopt train: out of host memory\n");
+      throw CLI::RuntimeError(1);
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "gopt train: %s\n", e.what());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace gopt

@@ -1,0 +1,4 @@
+#pragma once
+// go/rl: PPO training of the GO policy (config, trainer, checkpoints, metrics).
+#include "go/rl/config.hpp"
+#include "go/rl/ppo.hpp"

@@ -1,0 +1,245 @@
+#pragma once
+// TrainConfig: every setting of a PPO training run (go/rl/ppo.hpp), readable from and printable as
+// JSON and saved inside every checkpoint. Defaults:
+//
+//   { "type": "go_ppo",
+//     "policy": { ...go_policy config, see go/policy/config.hpp... },
+//     "updates": 200,              // PPO updates of the run (the learning-rate schedule spans them)
+//     "samples": 16,               // K plans sampled per graph and update
+//     "graphs_per_update": 0,      // graphs visited per update, round robin (0: all of them)
+//     "epochs": 4,                 // passes over the update's samples
+//     "minibatch": 4,              // samples per gradient step
+//     "clip": 0.2,                 // PPO ratio clip
+//     "ratio": "node",             // node: one ratio per op row (the plan's advantage on every row);
+//                                  // plan: one ratio for the whole plan (sum of the rows' log-probs)
+//     "entropy_coef": 0.01, "value_coef": 0.5,
+//     "lr": 0.001, "lr_schedule": "linear",   // constant | linear | cosine, from lr to lr * lr_final
+//     "lr_final": 0.1, "warmup_updates": 0,   // linear warm-up from 0 over the first updates
+//     "adam_beta1": 0.9, "adam_beta2": 0.999, "adam_eps": 1e-5,
+//     "max_grad_norm": 0.5,        // global gradient-norm clip
+//     "target_kl": 0.05,           // stop the update's epochs once the approximate KL > 1.5 x this (0: never)
+//     "baseline": "batch_mean",    // per graph: batch_mean (mean reward of this update's K samples),
+//                                  // ema (moving average of past updates' mean rewards), value (value head)
+//     "baseline_decay": 0.9,       // ema: b <- decay b + (1 - decay) mean reward
+//     "normalize_advantages": true,// divide each graph's advantages by their standard deviation
+//     "reward": "neg_sqrt",        // neg_sqrt: -sqrt(t / t_ref); neg_ratio: -t / t_ref
+//     "min_valid_reward": -3.0,    // a valid plan's reward is clipped from below to this ...
+//     "invalid_reward": -4.0,      // ... so an invalid plan (out of memory, ...) is always worse: this constant,
+//     "oom_excess_penalty": 1.0,   // minus, for out of memory, this x sum_d max(0, peak_d / capacity_d - 1)
+//                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
+//     "training": false,           // expand each graph into its training graph first (make_training_graph)
+//     "colocate": true,            // decoding honours colocation groups
+//     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
+//     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
+//     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
+//
+// Every key is optional; an unknown key or a value out of range is a go::Error naming it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/policy/config.hpp"
+
+namespace go::rl {
+
+struct TrainConfig {
+  policy::PolicyConfig policy;
+  std::int64_t updates = 200;
+  int samples = 16;
+  int graphs_per_update = 0;
+  int epochs = 4;
+  int minibatch = 4;
+  double clip = 0.2;
+  std::string ratio = "node";
+  double entropy_coef = 0.01;
+  double value_coef = 0.5;
+  double lr = 1e-3;
+  std::string lr_schedule = "linear";
+  double lr_final = 0.1;
+  std::int64_t warmup_updates = 0;
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-5;
+  double max_grad_norm = 0.5;
+  double target_kl = 0.05;
+  std::string baseline = "batch_mean";
+  double baseline_decay = 0.9;
+  bool normalize_advantages = true;
+  std::string reward = "neg_sqrt";
+  double min_valid_reward = -3.0;
+  double invalid_reward = -4.0;
+  double oom_excess_penalty = 1.0;
+  bool training = false;
+  bool colocate = true;
+  int threads = 0;
+  std::int64_t checkpoint_every = 10;
+  std::uint64_t seed = 1;
+
+  void validate() const {
+    policy.validate();
+    GO_CHECK(updates >= 0, "train config: \"updates\" is ", updates, ", must be >= 0");
+    GO_CHECK(samples >= 2, "train config: \"samples\" is ", samples, ", must be >= 2");
+    GO_CHECK(graphs_per_update >= 0, "train config: \"graphs_per_update\" is ", graphs_per_update, ", must be >= 0");
+    GO_CHECK(epochs >= 1, "train config: \"epochs\" is ", epochs, ", must be >= 1");
+    GO_CHECK(minibatch >= 1, "train config: \"minibatch\" is ", minibatch, ", must be >= 1");
+    GO_CHECK(clip > 0 && clip < 1, "train config: \"clip\" is ", clip, ", must be in (0, 1)");
+    GO_CHECK(ratio == "node" || ratio == "plan", "train config: \"ratio\" is '", ratio, "', expected node or plan");
+    GO_CHECK(entropy_coef >= 0, "train config: \"entropy_coef\" is ", entropy_coef, ", must be >= 0");
+    GO_CHECK(value_coef >= 0, "train config: \"value_coef\" is ", value_coef, ", must be >= 0");
+    GO_CHECK(lr > 0, "train config: \"lr\" is ", lr, ", must be > 0");
+    GO_CHECK(lr_schedule == "constant" || lr_schedule == "linear" || lr_schedule == "cosine",
+             "train config: \"lr_schedule\" is '", lr_schedule, "', expected constant, linear or cosine");
+    GO_CHECK(lr_final >= 0 && lr_final <= 1, "train config: \"lr_final\" is ", lr_final, ", must be in [0, 1]");
+    GO_CHECK(warmup_updates >= 0, "train config: \"warmup_updates\" is ", warmup_updates, ", must be >= 0");
+    GO_CHECK(adam_beta1 >= 0 && adam_beta1 < 1, "train config: \"adam_beta1\" is ", adam_beta1, ", must be in [0, 1)");
+    GO_CHECK(adam_beta2 >= 0 && adam_beta2 < 1, "train config: \"adam_beta2\" is ", adam_beta2, ", must be in [0, 1)");
+    GO_CHECK(adam_eps > 0, "train config: \"adam_eps\" is ", adam_eps, ", must be > 0");
+    GO_CHECK(max_grad_norm > 0, "train config: \"max_grad_norm\" is ", max_grad_norm, ", must be > 0");
+    GO_CHECK(target_kl >= 0, "train config: \"target_kl\" is ", target_kl, ", must be >= 0");
+    GO_CHECK(baseline == "batch_mean" || baseline == "ema" || baseline == "value", "train config: \"baseline\" is '",
+             baseline, "', expected batch_mean, ema or value");
+    GO_CHECK(baseline_decay >= 0 && baseline_decay < 1, "train config: \"baseline_decay\" is ", baseline_decay,
+             ", must be in [0, 1)");
+    GO_CHECK(reward == "neg_sqrt" || reward == "neg_ratio", "train config: \"reward\" is '", reward,
+             "', expected neg_sqrt or neg_ratio");
+    GO_CHECK(invalid_reward < min_valid_reward, "train config: \"invalid_reward\" ", invalid_reward,
+             " must be below \"min_valid_reward\" ", min_valid_reward);
+    GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
+    GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
+    GO_CHECK(checkpoint_every >= 0, "train config: \"checkpoint_every\" is ", checkpoint_every, ", must be >= 0");
+  }
+
+  nlohmann::json to_json() const {
+    return {{"type", "go_ppo"},
+            {"policy", policy.to_json()},
+            {"updates", updates},
+            {"samples", samples},
+            {"graphs_per_update", graphs_per_update},
+            {"epochs", epochs},
+            {"minibatch", minibatch},
+            {"clip", clip},
+            {"ratio", ratio},
+            {"entropy_coef", entropy_coef},
+            {"value_coef", value_coef},
+            {"lr", lr},
+            {"lr_schedule", lr_schedule},
+            {"lr_final", lr_final},
+            {"warmup_updates", warmup_updates},
+            {"adam_beta1", adam_beta1},
+            {"adam_beta2", adam_beta2},
+            {"adam_eps", adam_eps},
+            {"max_grad_norm", max_grad_norm},
+            {"target_kl", target_kl},
+            {"baseline", baseline},
+            {"baseline_decay", baseline_decay},
+            {"normalize_advantages", normalize_advantages},
+            {"reward", reward},
+            {"min_valid_reward", min_valid_reward},
+            {"invalid_reward", invalid_reward},
+            {"oom_excess_penalty", oom_excess_penalty},
+            {"training", training},
+            {"colocate", colocate},
+            {"threads", threads},
+            {"checkpoint_every", checkpoint_every},
+            {"seed", seed}};
+  }
+
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& where = "train config") {
+    GO_CHECK(j.is_object(), where, ": expected a JSON object, got ", j.dump());
+    TrainConfig c;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      const nlohmann::json& v = it.value();
+      auto integer = [&](auto& dst) {
+        GO_CHECK(v.is_number_integer(), where, ": \"", k, "\" must be an integer, got ", v.dump());
+        dst = v.get<std::remove_reference_t<decltype(dst)>>();
+      };
+      auto number = [&](double& dst) {
+        GO_CHECK(v.is_number(), where, ": \"", k, "\" must be a number, got ", v.dump());
+        dst = v.get<double>();
+      };
+      auto boolean = [&](bool& dst) {
+        GO_CHECK(v.is_boolean(), where, ": \"", k, "\" must be true or false, got ", v.dump());
+        dst = v.get<bool>();
+      };
+      auto string = [&](std::string& dst) {
+        GO_CHECK(v.is_string(), where, ": \"", k, "\" must be a string, got ", v.dump());
+        dst = v.get<std::string>();
+      };
+      if (k == "type") {
+        GO_CHECK(v.is_string() && v.get<std::string>() == "go_ppo", where, ": \"type\" is ", v.dump(),
+                 ", expected \"go_ppo\"");
+      } else if (k == "policy") c.policy = policy::PolicyConfig::from_json(v, where + ": policy");
+      else if (k == "updates") integer(c.updates);
+      else if (k == "samples") integer(c.samples);
+      else if (k == "graphs_per_update") integer(c.graphs_per_update);
+      else if (k == "epochs") integer(c.epochs);
+      else if (k == "minibatch") integer(c.minibatch);
+      else if (k == "clip") number(c.clip);
+      else if (k == "ratio") string(c.ratio);
+      else if (k == "entropy_coef") number(c.entropy_coef);
+      else if (k == "value_coef") number(c.value_coef);
+      else if (k == "lr") number(c.lr);
+      else if (k == "lr_schedule") string(c.lr_schedule);
+      else if (k == "lr_final") number(c.lr_final);
+      else if (k == "warmup_updates") integer(c.warmup_updates);
+      else if (k == "adam_beta1") number(c.adam_beta1);
+      else if (k == "adam_beta2") number(c.adam_beta2);
+      else if (k == "adam_eps") number(c.adam_eps);
+      else if (k == "max_grad_norm") number(c.max_grad_norm);
+      else if (k == "target_kl") number(c.target_kl);
+      else if (k == "baseline") string(c.baseline);
+      else if (k == "baseline_decay") number(c.baseline_decay);
+      else if (k == "normalize_advantages") boolean(c.normalize_advantages);
+      else if (k == "reward") string(c.reward);
+      else if (k == "min_valid_reward") number(c.min_valid_reward);
+      else if (k == "invalid_reward") number(c.invalid_reward);
+      else if (k == "oom_excess_penalty") number(c.oom_excess_penalty);
+      else if (k == "training") boolean(c.training);
+      else if (k == "colocate") boolean(c.colocate);
+      else if (k == "threads") integer(c.threads);
+      else if (k == "checkpoint_every") integer(c.checkpoint_every);
+      else if (k == "seed") {
+        GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), where,
+                 ": \"seed\" must be a non-negative integer, got ", v.dump());
+        c.seed = v.get<std::uint64_t>();
+      } else {
+        GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
+                       "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
+                       "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, threads, "
+                       "checkpoint_every, seed)");
+      }
+    }
+    c.validate();
+    return c;
+  }
+
+  static TrainConfig parse(const std::string& text, const std::string& where = "train config") {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text, nullptr, true, true);
+    } catch (const nlohmann::json::exception& e) {
+      GO_FAIL(where, ": not valid JSON: ", e.what());
+    }
+    return from_json(j, where);
+  }
+  static TrainConfig load(const std::string& path) { return parse(read_file(path), path); }
+
+  // The learning rate of update u (0-based): warm-up, then the schedule from lr to lr * lr_final
+  // over the remaining updates.
+  double lr_at(std::int64_t u) const {
+    if (warmup_updates > 0 && u < warmup_updates) return lr * static_cast<double>(u + 1) / static_cast<double>(warmup_updates);
+    const double span = static_cast<double>(std::max<std::int64_t>(updates - warmup_updates - 1, 1));
+    const double f = std::min(1.0, std::max(0.0, static_cast<double>(u - warmup_updates) / span));
+    if (lr_schedule == "linear") return lr * (1.0 - (1.0 - lr_final) * f);
+    if (lr_schedule == "cosine") return lr * (lr_final + (1.0 - lr_final) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * f)));
+    return lr;
+  }
+};
+
+}  // namespace go::rl

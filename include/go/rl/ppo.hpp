@@ -1,0 +1,646 @@
+#pragma once
+// PPO training of the GO policy (go/policy) against the simulator (go/sim), on one graph (from
+// scratch) or a set of graphs (pre-training), with checkpoints that resume bit-identically.
+//
+// One update (PpoTrainer::update()):
+//   1. graphs: all of them, or `graphs_per_update` of them round robin;
+//   2. per graph, K = `samples` plans: K policy passes in sampling mode without gradients (the
+//      placement actions feed the priority and fusion tasks, so each sample needs its own pass),
+//      keeping the actions and their per-row log-probabilities; sample k of graph i of update u
+//      draws from Rng(seed).fork(u).fork(i << 32 | k), so nothing depends on the thread count;
+//   3. decoding (policy::decode) and simulation of the K plans in parallel threads, one
+//      SimWorkspace per thread and graph;
+//   4. reward r = -sqrt(t / t_ref) (or -t / t_ref), clipped below at min_valid_reward; a plan the
+//      simulator rejects (out of memory, ...) gets invalid_reward, never an abort; an out-of-memory
+//      plan additionally loses oom_excess_penalty x (sum over devices of peak / capacity - 1 where
+//      over, at most 10), which points the gradient toward plans that fit when none does yet. t_ref is the
+//      step time of the default plan (every op on device 0); when that is invalid, the zoo's
+//      human-expert placement; when that is invalid or unknown, the sum of the ops' compute times
+//      on device 0 (always finite);
+//   5. advantages A = r - b per graph (b: this batch's mean reward, an EMA of past means, or the
+//      value head), divided by the graph's batch standard deviation when normalize_advantages;
+//   6. `epochs` passes over the samples shuffled into minibatches: teacher-forced passes with
+//      gradients, loss = -mean(min(rho A, clip(rho, 1 -/+ clip) A)) - entropy_coef * entropy
+//      + value_coef * (V - r)^2, rho = exp(log pi - log pi_old) per op row (ratio "node") or for
+//      the whole plan (ratio "plan"); global-norm clipping and Adam at the update's learning
+//      rate; the epochs stop early once the approximate KL exceeds 1.5 x target_kl;
+//   7. the best valid plan ever simulated is kept per graph: it is the optimizer's answer.
+//
+// Checkpoints (save_checkpoint/load_checkpoint) are one go-parameters file (written atomically):
+// the policy parameters ("policy/<name>"), Adam's moments ("adam.m/<name>", "adam.v/<name>"),
+// and in its metadata the full config, the update counter, Adam's step, and per graph the
+// reference time, the EMA baseline, the best plan and the counters. The random streams are
+// functions of (seed, update), so no generator state needs saving: a resumed run ends with
+// parameters bit-identical to an uninterrupted one (with the same thread-independent kernels).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/autograd/autograd.hpp"
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/core/rng.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
+#include "go/nn/serialize.hpp"
+#include "go/optim/adam.hpp"
+#include "go/policy/decode.hpp"
+#include "go/policy/features.hpp"
+#include "go/policy/policy.hpp"
+#include "go/policy/to_plan.hpp"
+#include "go/rl/config.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go::rl {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One graph being optimized, with what the trainer learned about it.
+struct GraphTask {
+  std::string name;
+  std::unique_ptr<OpGraph> graph;      // owned: the simulator keeps a pointer to it
+  policy::PolicyGraph pg;
+  std::unique_ptr<Simulator> sim;
+  double reference = 0;                // t_ref (seconds)
+  std::string reference_kind;          // default | human | compute_sum
+  double ema = 0;                      // EMA baseline of the mean reward
+  bool ema_init = false;
+  double best_step_time = kInf;        // best valid plan so far (+inf: none yet)
+  Plan best_plan;
+  std::int64_t best_update = -1;       // the update that found it
+  std::int64_t samples = 0, invalid = 0;
+  std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
+};
+
+// What one update did (also one row of the metrics CSV).
+struct UpdateStats {
+  std::int64_t update = 0;        // 1-based: updates completed after this one
+  double lr = 0;
+  double mean_reward = 0, max_reward = 0;
+  double best_step_time = kInf;   // the best valid step time so far, of the first graph of the update
+  double best_speedup = 0;        // reference / best step time, mean over the update's graphs
+  double mean_step_time = kInf;   // mean over valid samples (first graph)
+  double invalid_fraction = 0;
+  double entropy = 0;             // mean per-row entropy (sum over the three tasks)
+  double approx_kl = 0, clip_fraction = 0;
+  double policy_loss = 0, value_loss = 0, explained_variance = 0;
+  double grad_norm = 0;
+  int epochs_run = 0;
+  std::int64_t samples = 0;
+  double seconds = 0, samples_per_second = 0;
+};
+
+inline const char* metrics_csv_header() {
+  return "update,lr,mean_reward,max_reward,best_step_time_ms,best_speedup,mean_step_time_ms,invalid_fraction,entropy,"
+         "approx_kl,clip_fraction,policy_loss,value_loss,explained_variance,grad_norm,epochs_run,samples,seconds,"
+         "samples_per_second";
+}
+
+inline std::string metrics_csv_row(const UpdateStats& s) {
+  auto ms = [](double t) { return std::isfinite(t) ? t * 1e3 : -1.0; };
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%lld,%.4g,%.6g",
+                static_cast<long long>(s.update), s.lr, s.mean_reward, s.max_reward, ms(s.best_step_time),
+                s.best_speedup, ms(s.mean_step_time), s.invalid_fraction, s.entropy, s.approx_kl, s.clip_fraction,
+                s.policy_loss, s.value_loss, s.explained_variance, s.grad_norm, s.epochs_run,
+                static_cast<long long>(s.samples), s.seconds, s.samples_per_second);
+  return buf;
+}
+
+// Keeps the header and the rows of updates <= `keep_updates` of an existing metrics CSV (resume
+// drops what the interrupted run wrote after its last checkpoint); creates it with a header when
+// missing.
+inline void truncate_metrics_csv(const std::string& path, std::int64_t keep_updates) {
+  std::string out = std::string(metrics_csv_header()) + "\n";
+  std::ifstream in(path);
+  if (in) {
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (first) {
+        first = false;
+        continue;
+      }
+      if (line.empty()) continue;
+      const long long u = std::atoll(line.c_str());
+      if (u >= 1 && u <= keep_updates) out += line + "\n";
+    }
+  }
+  write_file_atomic(path, out);
+}
+
+inline void append_metrics_csv(const std::string& path, const UpdateStats& s) {
+  std::ofstream f(path, std::ios::app);
+  GO_CHECK(f.good(), path, ": cannot open the metrics file for appending");
+  f << metrics_csv_row(s) << "\n";
+  GO_CHECK(f.good(), path, ": cannot write the metrics file");
+}
+
+class PpoTrainer {
+ public:
+  // graphs: forward graphs (expanded to training graphs when cfg.training). policy: a pre-trained
+  // policy to start from (fine-tuning), or null for a fresh one from cfg.policy.
+  PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, Cluster cluster,
+             std::shared_ptr<policy::GoPolicy> policy = nullptr)
+      : cfg_(std::move(cfg)), cluster_(std::move(cluster)) {
+    cfg_.validate();
+    GO_CHECK(!graphs.empty(), "ppo: no graphs to train on");
+    const int nd = cluster_.num_devices();
+    if (policy) cfg_.policy = policy->config();
+    GO_CHECK(nd >= 1 && nd <= cfg_.policy.max_devices, "ppo: cluster '", cluster_.name, "' has ", nd,
+             " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
+    policy_ = policy ? std::move(policy) : std::make_shared<policy::GoPolicy>(cfg_.policy);
+    for (auto& g0 : graphs) {
+      auto t = std::make_unique<GraphTask>();
+      t->graph = std::make_unique<OpGraph>(cfg_.training && !g0.info().training ? make_training_graph(g0) : std::move(g0));
+      const OpGraph& g = *t->graph;
+      t->name = g.info().name.empty() ? g.info().source : g.info().name;
+      t->pg = policy::PolicyGraph::from_graph(g);
+      t->sim = std::make_unique<Simulator>(g, cluster_);
+      set_reference(*t);
+      tasks_.push_back(std::move(t));
+    }
+    params_ = policy_->parameters();
+    AdamOptions ao;
+    ao.lr = static_cast<float>(cfg_.lr);
+    ao.beta1 = static_cast<float>(cfg_.adam_beta1);
+    ao.beta2 = static_cast<float>(cfg_.adam_beta2);
+    ao.eps = static_cast<float>(cfg_.adam_eps);
+    adam_ = std::make_unique<Adam>(params_, ao);
+  }
+
+  const TrainConfig& config() const { return cfg_; }
+  // Changes the total number of updates (and with it the learning-rate schedule).
+  void set_updates(std::int64_t n) {
+    GO_CHECK(n >= 0, "ppo: updates must be >= 0, got ", n);
+    cfg_.updates = n;
+  }
+  void set_threads(int n) { cfg_.threads = std::max(0, n); }
+  const Cluster& cluster() const { return cluster_; }
+  std::shared_ptr<policy::GoPolicy> policy() const { return policy_; }
+  std::int64_t updates_done() const { return updates_done_; }
+  std::size_t num_graphs() const { return tasks_.size(); }
+  const GraphTask& task(std::size_t i) const { return *tasks_.at(i); }
+
+  // The reward of one simulation of graph `i`'s plan.
+  double reward(std::size_t i, const SimResult& r) const {
+    if (!r.valid || !std::isfinite(r.step_time)) {
+      double v = cfg_.invalid_reward;
+      if (r.status == SimStatus::out_of_memory && cfg_.oom_excess_penalty > 0) {
+        double excess = 0;
+        for (std::size_t d = 0; d < r.peak_memory.size() && d < cluster_.devices.size(); ++d) {
+          const double cap = static_cast<double>(cluster_.devices[d].spec.memory_bytes);
+          if (cap > 0) excess += std::max(0.0, static_cast<double>(r.peak_memory[d]) / cap - 1.0);
+        }
+        v -= cfg_.oom_excess_penalty * std::min(excess, 10.0);
+      }
+      return v;
+    }
+    const double x = r.step_time / tasks_[i]->reference;
+    const double v = cfg_.reward == "neg_sqrt" ? -std::sqrt(x) : -x;
+    return std::max(v, cfg_.min_valid_reward);
+  }
+
+  // The plan of a greedy (most likely) decision for graph i, and its simulation.
+  std::pair<Plan, SimResult> greedy_plan(std::size_t i) const {
+    const GraphTask& t = *tasks_.at(i);
+    NoGradGuard ng;
+    const auto out = policy_->forward(t.pg, cluster_.num_devices(), policy::Decode::greedy);
+    Plan p = plan_of(t, out.actions);
+    SimResult r = t.sim->simulate(p);
+    return {std::move(p), std::move(r)};
+  }
+
+  // One PPO update.
+  UpdateStats update() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::int64_t u = updates_done_;
+    UpdateStats st;
+    st.update = u + 1;
+    st.lr = cfg_.lr_at(u);
+    adam_->set_lr(static_cast<float>(st.lr));
+    const Rng urng = Rng(cfg_.seed).fork(static_cast<std::uint64_t>(u));
+    const int nd = cluster_.num_devices();
+    const int K = cfg_.samples;
+
+    // 1. graphs of this update
+    std::vector<std::size_t> sel;
+    const std::size_t G = tasks_.size();
+    const std::size_t m = cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
+    for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+
+    // 2. sampling without gradients
+    struct Sample {
+      std::size_t graph = 0;  // index into tasks_
+      policy::Actions actions;
+      Tensor old_log_prob;    // [n]
+      double value = 0;
+      Plan plan;
+      SimResult result;
+      double reward = 0, advantage = 0;
+    };
+    std::vector<Sample> samples;
+    samples.reserve(sel.size() * static_cast<std::size_t>(K));
+    {
+      NoGradGuard ng;
+      for (std::size_t gi : sel) {
+        const GraphTask& t = *tasks_[gi];
+        for (int k = 0; k < K; ++k) {
+          Rng r = urng.fork((static_cast<std::uint64_t>(gi) << 32) | static_cast<std::uint64_t>(k));
+          auto out = policy_->forward(t.pg, nd, policy::Decode::sample, nullptr, &r);
+          Sample s;
+          s.graph = gi;
+          s.actions = out.actions;
+          s.old_log_prob = out.log_prob.value().clone();
+          s.value = out.value.value().item();
+          samples.push_back(std::move(s));
+        }
+      }
+    }
+
+    // 3. decode + simulate in parallel
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(samples.size())));
+    for (std::size_t gi : sel) {
+      auto& ws = tasks_[gi]->workspaces;
+      while (static_cast<int>(ws.size()) < nthreads) ws.emplace_back();
+    }
+    {
+      std::atomic<std::size_t> next{0};
+      std::vector<std::string> errors(static_cast<std::size_t>(nthreads));
+      auto work = [&](int tid) {
+        try {
+          for (;;) {
+            const std::size_t j = next.fetch_add(1);
+            if (j >= samples.size()) break;
+            Sample& s = samples[j];
+            GraphTask& t = *tasks_[s.graph];
+            auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
+            if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
+            s.plan = plan_of(t, s.actions);
+            s.result = t.sim->simulate(s.plan, wsv[0]);
+          }
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(tid)] = e.what();
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int tid = 1; tid < nthreads; ++tid) pool.emplace_back(work, tid);
+      work(0);
+      for (auto& th : pool) th.join();
+      for (const auto& e : errors) GO_CHECK(e.empty(), "ppo: simulation failed: ", e);
+    }
+
+    // 4. rewards, best plans; 5. advantages
+    double sum_r = 0;
+    st.max_reward = -kInf;
+    std::int64_t invalid = 0;
+    for (Sample& s : samples) {
+      GraphTask& t = *tasks_[s.graph];
+      s.reward = reward(s.graph, s.result);
+      sum_r += s.reward;
+      st.max_reward = std::max(st.max_reward, s.reward);
+      ++t.samples;
+      if (!s.result.valid) {
+        ++t.invalid;
+        ++invalid;
+      } else if (s.result.step_time < t.best_step_time) {
+        t.best_step_time = s.result.step_time;
+        t.best_plan = s.plan;
+        t.best_update = u + 1;
+      }
+    }
+    st.samples = static_cast<std::int64_t>(samples.size());
+    st.mean_reward = sum_r / static_cast<double>(samples.size());
+    st.invalid_fraction = static_cast<double>(invalid) / static_cast<double>(samples.size());
+    {
+      double sum_t = 0;
+      int nv = 0;
+      for (const Sample& s : samples)
+        if (s.graph == sel[0] && s.result.valid) {
+          sum_t += s.result.step_time;
+          ++nv;
+        }
+      st.mean_step_time = nv ? sum_t / nv : kInf;
+      st.best_step_time = tasks_[sel[0]]->best_step_time;
+      double sp = 0;
+      for (std::size_t gi : sel)
+        sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
+      st.best_speedup = sp / static_cast<double>(sel.size());
+    }
+    for (std::size_t a = 0; a < sel.size(); ++a) {
+      GraphTask& t = *tasks_[sel[a]];
+      Sample* b = samples.data() + a * static_cast<std::size_t>(K);
+      double mean_r = 0;
+      for (int k = 0; k < K; ++k) mean_r += b[k].reward;
+      mean_r /= K;
+      for (int k = 0; k < K; ++k) {
+        double base = mean_r;
+        if (cfg_.baseline == "ema") base = t.ema_init ? t.ema : mean_r;
+        else if (cfg_.baseline == "value") base = b[k].value;
+        b[k].advantage = b[k].reward - base;
+      }
+      if (cfg_.normalize_advantages) {
+        double var = 0;
+        for (int k = 0; k < K; ++k) var += (b[k].reward - mean_r) * (b[k].reward - mean_r);
+        const double sd = std::sqrt(var / K);
+        for (int k = 0; k < K; ++k) b[k].advantage /= (sd + 1e-8);
+      }
+      t.ema = t.ema_init ? cfg_.baseline_decay * t.ema + (1 - cfg_.baseline_decay) * mean_r : mean_r;
+      t.ema_init = true;
+    }
+    {  // explained variance of the value head before the update
+      double mr = st.mean_reward, vr = 0, vd = 0, md = 0;
+      for (const Sample& s : samples) md += s.reward - s.value;
+      md /= static_cast<double>(samples.size());
+      for (const Sample& s : samples) {
+        vr += (s.reward - mr) * (s.reward - mr);
+        vd += (s.reward - s.value - md) * (s.reward - s.value - md);
+      }
+      st.explained_variance = vr > 0 ? 1.0 - vd / vr : 0.0;
+    }
+
+    // 6. epochs of minibatch updates
+    const std::size_t N = samples.size();
+    const std::size_t mb = std::min<std::size_t>(N, static_cast<std::size_t>(cfg_.minibatch));
+    const float clip = static_cast<float>(cfg_.clip);
+    double ent_sum = 0, pl_sum = 0, vl_sum = 0, kl_sum = 0, cf_sum = 0, gn_sum = 0;
+    std::int64_t n_fwd = 0, n_steps = 0;
+    std::vector<std::size_t> order(N);
+    for (int e = 0; e < cfg_.epochs; ++e) {
+      for (std::size_t j = 0; j < N; ++j) order[j] = j;
+      Rng sh = urng.fork((1ull << 63) | static_cast<std::uint64_t>(e));
+      for (std::size_t j = N; j > 1; --j) std::swap(order[j - 1], order[sh.uniform_int(j)]);
+      double kl_epoch = 0;
+      for (std::size_t start = 0; start < N; start += mb) {
+        const std::size_t end = std::min(N, start + mb);
+        const float w = 1.f / static_cast<float>(end - start);
+        policy_->zero_grad();
+        for (std::size_t j = start; j < end; ++j) {
+          const Sample& s = samples[order[j]];
+          const GraphTask& t = *tasks_[s.graph];
+          auto out = policy_->forward(t.pg, nd, policy::Decode::given, &s.actions);
+          const float A = static_cast<float>(s.advantage);
+          Variable old(s.old_log_prob);
+          Variable pg_loss;
+          double kl = 0, cf = 0;
+          if (cfg_.ratio == "node") {
+            Variable ratio = exp(out.log_prob - old);  // [n]
+            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+            pg_loss = -mean(surr);
+            const float* rp = ratio.value().f32();
+            const std::int64_t n = ratio.numel();
+            for (std::int64_t i = 0; i < n; ++i) {
+              kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
+              cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
+            }
+            kl /= static_cast<double>(n);
+            cf /= static_cast<double>(n);
+          } else {
+            Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
+            Variable ratio = exp(lr);
+            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+            pg_loss = -surr;
+            const double rv = ratio.value().item();
+            kl = (rv - 1.0) - std::log(std::max(rv, 1e-30));
+            cf = std::abs(rv - 1.0) > clip ? 1.0 : 0.0;
+          }
+          Variable target(Tensor::full(Shape{1, 1}, static_cast<float>(s.reward)));
+          Variable v_loss = mean(square(out.value - target));
+          Variable loss = pg_loss - scale(out.entropy_mean, static_cast<float>(cfg_.entropy_coef)) +
+                          scale(v_loss, static_cast<float>(cfg_.value_coef));
+          scale(loss, w).backward();
+          ent_sum += out.entropy_mean.value().item();
+          pl_sum += pg_loss.value().item();
+          vl_sum += v_loss.value().item();
+          kl_sum += kl;
+          kl_epoch += kl;
+          cf_sum += cf;
+          ++n_fwd;
+        }
+        gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
+        adam_->step();
+        ++n_steps;
+      }
+      st.epochs_run = e + 1;
+      if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(N) > 1.5 * cfg_.target_kl) break;
+    }
+    st.entropy = ent_sum / static_cast<double>(n_fwd);
+    st.policy_loss = pl_sum / static_cast<double>(n_fwd);
+    st.value_loss = vl_sum / static_cast<double>(n_fwd);
+    st.approx_kl = kl_sum / static_cast<double>(n_fwd);
+    st.clip_fraction = cf_sum / static_cast<double>(n_fwd);
+    st.grad_norm = gn_sum / static_cast<double>(n_steps);
+    ++updates_done_;
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st.samples_per_second = st.seconds > 0 ? static_cast<double>(N) / st.seconds : 0;
+    return st;
+  }
+
+  // Runs updates until `updates_done() == config().updates`; `on_update` sees each update's stats.
+  void train(const std::function<void(const UpdateStats&)>& on_update = {}) {
+    while (updates_done_ < cfg_.updates) {
+      UpdateStats s = update();
+      if (on_update) on_update(s);
+    }
+  }
+
+  // ---- checkpoints --------------------------------------------------------------------------
+
+  void save_checkpoint(const std::string& path) const {
+    NamedTensors t;
+    const auto named = policy_->named_parameters();
+    for (const auto& [n, p] : named) t.emplace_back("policy/" + n, p.value());
+    for (std::size_t i = 0; i < named.size(); ++i) t.emplace_back("adam.m/" + named[i].first, adam_->first_moments()[i]);
+    for (std::size_t i = 0; i < named.size(); ++i) t.emplace_back("adam.v/" + named[i].first, adam_->second_moments()[i]);
+    nlohmann::json graphs = nlohmann::json::array();
+    for (const auto& tp : tasks_) {
+      const GraphTask& g = *tp;
+      nlohmann::json best = nullptr;
+      if (std::isfinite(g.best_step_time))
+        best = {{"step_time", g.best_step_time},
+                {"update", g.best_update},
+                {"device", g.best_plan.device},
+                {"priority", g.best_plan.priority},
+                {"fusion", g.best_plan.fusion}};
+      graphs.push_back({{"name", g.name},
+                        {"num_ops", g.graph->num_ops()},
+                        {"reference", g.reference},
+                        {"reference_kind", g.reference_kind},
+                        {"ema", g.ema},
+                        {"ema_init", g.ema_init},
+                        {"samples", g.samples},
+                        {"invalid", g.invalid},
+                        {"best", best}});
+    }
+    nlohmann::json meta = {{"format", "go-ppo-checkpoint"},
+                           {"version", 1},
+                           {"config", cfg_.to_json()},
+                           {"cluster", cluster_.name},
+                           {"num_devices", cluster_.num_devices()},
+                           {"updates_done", updates_done_},
+                           {"adam_step", adam_->step_count()},
+                           {"graphs", graphs}};
+    save_tensors(path, t, meta);
+  }
+
+  // Restores a checkpoint of a run on the same graphs and cluster with the same config (the
+  // "updates", "threads" and "checkpoint_every" keys may differ). The checkpoint's "updates"
+  // replaces this run's (set_updates() afterwards to change it; the learning-rate schedule spans
+  // it, so a resumed run matches an uninterrupted one only with the same total).
+  void load_checkpoint(const std::string& path) {
+    LoadedTensors lt = load_tensors(path);
+    GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint (format ",
+             lt.meta.value("format", std::string("?")), ")");
+    try {
+      TrainConfig saved = TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+      auto comparable = [](const TrainConfig& c) {
+        nlohmann::json j = c.to_json();
+        j.erase("updates");
+        j.erase("threads");
+        j.erase("checkpoint_every");
+        return j;
+      };
+      GO_CHECK(comparable(saved) == comparable(cfg_), path,
+               ": the checkpoint's config differs from this run's (resume with the checkpoint's config)");
+      GO_CHECK(lt.meta.at("num_devices").get<int>() == cluster_.num_devices(), path, ": checkpoint of a ",
+               lt.meta.at("num_devices").get<int>(), "-device cluster, this run has ", cluster_.num_devices());
+      const auto& graphs = lt.meta.at("graphs");
+      GO_CHECK(graphs.size() == tasks_.size(), path, ": checkpoint of ", graphs.size(), " graph(s), this run has ",
+               tasks_.size());
+      std::unordered_map<std::string, const Tensor*> by_name;
+      for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
+      const auto named = policy_->named_parameters();
+      auto restore = [&](const std::string& key, Tensor& dst) {
+        auto it = by_name.find(key);
+        GO_CHECK(it != by_name.end(), path, ": tensor '", key, "' missing");
+        GO_CHECK(it->second->shape() == dst.shape(), path, ": tensor '", key, "' is ", it->second->describe(),
+                 ", expected ", dst.describe());
+        dst.copy_from(*it->second);
+      };
+      for (std::size_t i = 0; i < named.size(); ++i) {
+        Tensor v = named[i].second.value();
+        restore("policy/" + named[i].first, v);
+        restore("adam.m/" + named[i].first, adam_->first_moments()[i]);
+        restore("adam.v/" + named[i].first, adam_->second_moments()[i]);
+      }
+      for (std::size_t i = 0; i < tasks_.size(); ++i) {
+        GraphTask& g = *tasks_[i];
+        const auto& j = graphs[i];
+        GO_CHECK(j.at("name").get<std::string>() == g.name && j.at("num_ops").get<std::int32_t>() == g.graph->num_ops(),
+                 path, ": graph ", i, " of the checkpoint is '", j.at("name").get<std::string>(), "' (",
+                 j.at("num_ops").get<std::int32_t>(), " ops), this run's is '", g.name, "' (", g.graph->num_ops(),
+                 " ops)");
+        g.reference = j.at("reference").get<double>();
+        g.reference_kind = j.at("reference_kind").get<std::string>();
+        g.ema = j.at("ema").get<double>();
+        g.ema_init = j.at("ema_init").get<bool>();
+        g.samples = j.at("samples").get<std::int64_t>();
+        g.invalid = j.at("invalid").get<std::int64_t>();
+        const auto& b = j.at("best");
+        if (b.is_null()) {
+          g.best_step_time = kInf;
+          g.best_plan = Plan{};
+          g.best_update = -1;
+        } else {
+          g.best_step_time = b.at("step_time").get<double>();
+          g.best_update = b.at("update").get<std::int64_t>();
+          g.best_plan.device = b.at("device").get<std::vector<std::int32_t>>();
+          g.best_plan.priority = b.at("priority").get<std::vector<float>>();
+          g.best_plan.fusion = b.at("fusion").get<std::vector<std::int32_t>>();
+          check_plan_sizes(g.best_plan, g.graph->num_ops(), path + ": best plan: ");
+        }
+      }
+      updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
+      adam_->set_step_count(lt.meta.at("adam_step").get<long long>());
+      cfg_.updates = saved.updates;
+    } catch (const nlohmann::json::exception& e) {
+      GO_FAIL(path, ": malformed checkpoint metadata: ", e.what());
+    }
+  }
+
+  // The training config stored in a checkpoint.
+  static TrainConfig checkpoint_config(const std::string& path) {
+    const LoadedTensors lt = load_tensors(path);
+    GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint");
+    return TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+  }
+
+ private:
+  Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
+    policy::DecodeOptions o;
+    o.colocate = cfg_.colocate;
+    return policy::to_plan(policy::decode(*t.graph, t.pg, a, cluster_.num_devices(), o));
+  }
+
+  void set_reference(GraphTask& t) const {
+    const SimResult d = t.sim->simulate(Plan{});
+    if (d.valid && std::isfinite(d.step_time) && d.step_time > 0) {
+      t.reference = d.step_time;
+      t.reference_kind = "default";
+      return;
+    }
+    try {
+      Plan h;
+      h.device = zoo_human_placement(*t.graph, cluster_.num_devices());
+      const SimResult r = t.sim->simulate(h);
+      if (r.valid && std::isfinite(r.step_time) && r.step_time > 0) {
+        t.reference = r.step_time;
+        t.reference_kind = "human";
+        return;
+      }
+    } catch (const Error&) {
+      // not a zoo workload
+    }
+    double s = 0;
+    for (OpId i = 0; i < t.graph->num_ops(); ++i) s += t.sim->op_cost(i, 0);
+    t.reference = s > 0 ? s : 1e-6;
+    t.reference_kind = "compute_sum";
+  }
+
+  TrainConfig cfg_;
+  Cluster cluster_;
+  std::shared_ptr<policy::GoPolicy> policy_;
+  std::vector<std::unique_ptr<GraphTask>> tasks_;
+  std::vector<Variable> params_;
+  std::unique_ptr<Adam> adam_;
+  std::int64_t updates_done_ = 0;
+};
+
+// A policy from a file written by GoPolicy::save_policy or PpoTrainer::save_checkpoint.
+inline std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) {
+  LoadedTensors lt = load_tensors(path);
+  if (lt.meta.value("format", "") != "go-ppo-checkpoint") return policy::GoPolicy::load_policy(path);
+  const TrainConfig c = TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+  auto p = std::make_shared<policy::GoPolicy>(c.policy);
+  std::unordered_map<std::string, const Tensor*> by_name;
+  for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
+  for (auto& [n, v] : p->named_parameters()) {
+    auto it = by_name.find("policy/" + n);
+    GO_CHECK(it != by_name.end() && it->second->shape() == v.shape(), path, ": policy tensor '", n,
+             "' missing or of the wrong shape");
+    Tensor dst = v.value();
+    dst.copy_from(*it->second);
+  }
+  return p;
+}
+
+}  // namespace go::rl
