@@ -1,5 +1,7 @@
 #include "go/kernels/gemm.hpp"
 
+#include "avx512.hpp"  // before Eigen: GCC 12 warns falsely inside its AVX-512 headers
+
 #include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.h>
 

@@ -2,6 +2,7 @@
 // Sums and means: of all elements (a scalar), per row (axis 1, [rows, 1]) or
 // per column (axis 0, [1, cols]). Partial sums are in double so that long
 // reductions (80,000 nodes) keep float precision.
+#include <algorithm>
 #include <vector>
 
 #include "go/autograd/variable.hpp"
@@ -30,9 +31,19 @@ inline Variable reduce_op(const Variable& x, int axis, bool mean) {
       out.f32()[r] = static_cast<float>(mean ? (C ? s / C : 0.0) : s);
     }
   } else {
+    // Per-column sums: partials per fixed block of rows, merged in block order, so the
+    // result does not depend on the thread count.
+    const std::int64_t blocks = R * C > (1 << 15) ? std::min<std::int64_t>(64, R) : 1;
+    std::vector<double> part(static_cast<std::size_t>(blocks * C), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      double* pb = part.data() + b * C;
+      for (std::int64_t r = b * R / blocks; r < (b + 1) * R / blocks; ++r)
+        for (std::int64_t c = 0; c < C; ++c) pb[c] += p[r * C + c];
+    }
     std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t c = 0; c < C; ++c) acc[c] += p[r * C + c];
+    for (std::int64_t b = 0; b < blocks; ++b)
+      for (std::int64_t c = 0; c < C; ++c) acc[c] += part[b * C + c];
     out = Tensor::empty(Shape{1, C});
     for (std::int64_t c = 0; c < C; ++c) out.f32()[c] = static_cast<float>(mean ? (R ? acc[c] / R : 0.0) : acc[c]);
   }

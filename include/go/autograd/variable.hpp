@@ -184,6 +184,9 @@ inline void Variable::backward(const Tensor& seed, bool retain_graph) {
     if (!retain_graph) {
       n->inputs.clear();
       n->backward = nullptr;
+      // Every consumer of this node ran before it and released its inputs: unless the caller
+      // holds it, the node and its value (an activation) are freed now, not at the end.
+      it->reset();
     }
   }
 }

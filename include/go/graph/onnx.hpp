@@ -32,6 +32,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -188,9 +189,11 @@ inline std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& 
     const std::int64_t d = i < dil.size() ? dil[i] : 1;
     const std::int64_t x = in[2 + i];
     if (s <= 0 || d <= 0 || kernel[i] <= 0 || x < 0) return std::nullopt;
-    const std::int64_t eff = (kernel[i] - 1) * d + 1;
+    std::int64_t eff = 0;
+    if (__builtin_mul_overflow(kernel[i] - 1, d, &eff) || eff > (std::int64_t(1) << 40)) return std::nullopt;
+    eff += 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out.push_back((x + s - 1) / s);
+      out.push_back(x / s + (x % s != 0));
       continue;
     }
     std::int64_t pb_ = 0, pe = 0;
@@ -198,9 +201,11 @@ inline std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& 
       pb_ = pads[i];
       pe = pads[i + sp];
     }
-    const std::int64_t span = x + pb_ + pe - eff;
-    if (span < 0) return std::nullopt;
-    out.push_back((ceil_mode ? (span + s - 1) / s : span / s) + 1);
+    // In 128 bits: pads come straight from the file and may be anything.
+    const __int128 wide = static_cast<__int128>(x) + pb_ + pe - eff;
+    if (wide < 0 || wide > (static_cast<__int128>(1) << 62)) return std::nullopt;
+    const auto span = static_cast<std::int64_t>(wide);
+    out.push_back((ceil_mode ? span / s + (span % s != 0) : span / s) + 1);
   }
   return out;
 }
@@ -339,12 +344,17 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
       auto dil = attr_ints(n, "dilations");
       auto pads = attr_ints(n, "pads");
       auto opad = attr_ints(n, "output_padding");
-      std::vector<std::int64_t> d{x->dims[0], w.dims[1] * group};
+      std::int64_t channels = 0;
+      if (__builtin_mul_overflow(w.dims[1], group, &channels)) return out;
+      std::vector<std::int64_t> d{x->dims[0], channels};
       const std::size_t sp = kernel.size();
       for (std::size_t i = 0; i < sp; ++i) {
         const std::int64_t s = i < strides.size() ? strides[i] : 1, dl = i < dil.size() ? dil[i] : 1;
-        const std::int64_t p = pads.size() == 2 * sp ? pads[i] + pads[i + sp] : 0;
-        const std::int64_t v = s * (x->dims[2 + i] - 1) + (i < opad.size() ? opad[i] : 0) + (kernel[i] - 1) * dl + 1 - p;
+        const __int128 p = pads.size() == 2 * sp ? static_cast<__int128>(pads[i]) + pads[i + sp] : 0;
+        const __int128 wide = static_cast<__int128>(s) * (x->dims[2 + i] - 1) + (i < opad.size() ? opad[i] : 0) +
+                              static_cast<__int128>(kernel[i] - 1) * dl + 1 - p;
+        if (wide < 0 || wide > (static_cast<__int128>(1) << 62)) return out;
+        const auto v = static_cast<std::int64_t>(wide);
         if (v < 0) return out;
         d.push_back(v);
       }
@@ -406,7 +416,8 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
     if (axis < 0) axis += r;
     if (axis < 0 || axis > r) return out;
     std::int64_t a = 1, b = 1;
-    for (std::int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= x->dims[static_cast<std::size_t>(i)];
+    for (std::int64_t i = 0; i < r; ++i)
+      if (__builtin_mul_overflow(i < axis ? a : b, x->dims[static_cast<std::size_t>(i)], i < axis ? &a : &b)) return out;
     set({a, b});
     return out;
   }
@@ -456,8 +467,7 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
         d.push_back(1);
         continue;
       }
-      if (v < 0) return out;
-      known *= v;
+      if (v < 0 || __builtin_mul_overflow(known, v, &known)) return out;
       d.push_back(v);
     }
     const double total = x->numel();
@@ -706,13 +716,16 @@ inline void Importer::fold_constants(const pb::NodeProto& n, const std::vector<c
     std::vector<std::int64_t> r(len);
     for (std::size_t i = 0; i < len; ++i) {
       const std::int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*c)[c->size() == 1 ? 0 : i];
-      if (t == "Add") r[i] = x + y;
-      else if (t == "Sub") r[i] = x - y;
-      else if (t == "Mul") r[i] = x * y;
+      // Overflowing shape arithmetic is not folded (the shape stays unknown).
+      bool overflow = false;
+      if (t == "Add") overflow = __builtin_add_overflow(x, y, &r[i]);
+      else if (t == "Sub") overflow = __builtin_sub_overflow(x, y, &r[i]);
+      else if (t == "Mul") overflow = __builtin_mul_overflow(x, y, &r[i]);
       else {
-        if (y == 0) return;
+        if (y == 0 || (y == -1 && x == std::numeric_limits<std::int64_t>::min())) return;
         r[i] = x / y;
       }
+      if (overflow) return;
     }
     v = std::move(r);
   } else if (t == "Gather") {
