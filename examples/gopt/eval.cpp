@@ -1,5 +1,6 @@
 // gopt eval: the evaluation table of the placement methods (include/go/baselines).
 #include "eval.hpp"
+#include "format.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -29,12 +30,6 @@ struct EvalCliOptions {
   std::int64_t budget = 1000;
   bool training = false;
 };
-
-std::string printable(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  return s;
-}
 
 std::string csv_field(std::string s) {
   s = printable(std::move(s));

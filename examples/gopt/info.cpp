@@ -1,6 +1,7 @@
 // gopt info: nodes, edges, FLOPs, parameter and activation bytes, op-kind histogram and critical
 // path of a graph file (ONNX, go-graph JSON, PipeDream graph.txt, dnn-partitioning JSON).
 #include "info.hpp"
+#include "format.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,24 +30,6 @@ struct InfoOptions {
   std::string device = "v100";
 };
 
-// One line, printable: names read from corrupt files may hold control characters.
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  return s;
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
-}
 
 std::string human_flops(double f) {
   const char* units[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
@@ -116,12 +99,12 @@ void run_info(const InfoOptions& o) {
   std::printf("flops          %s", human_flops(s.flops).c_str());
   if (info.batch > 0) std::printf(" (%s per item at batch %lld)", human_flops(s.flops / static_cast<double>(info.batch)).c_str(),
                                   static_cast<long long>(info.batch));
-  std::printf("\nparameters     %s in %d tensors\n", human_bytes(static_cast<double>(s.param_bytes)).c_str(), g.num_params());
-  std::printf("activations    %s\n", human_bytes(static_cast<double>(s.activation_bytes)).c_str());
-  if (s.temp_bytes > 0) std::printf("temporary      %s\n", human_bytes(static_cast<double>(s.temp_bytes)).c_str());
+  std::printf("\nparameters     %s in %d tensors\n", gopt::human_bytes(static_cast<double>(s.param_bytes)).c_str(), g.num_params());
+  std::printf("activations    %s\n", gopt::human_bytes(static_cast<double>(s.activation_bytes)).c_str());
+  if (s.temp_bytes > 0) std::printf("temporary      %s\n", gopt::human_bytes(static_cast<double>(s.temp_bytes)).c_str());
   std::printf("measured times %d of %d ops\n", s.measured_ops, s.nodes);
   if (info.num_devices > 0 || info.device_memory > 0)
-    std::printf("profiled for   %d devices of %s\n", info.num_devices, human_bytes(static_cast<double>(info.device_memory)).c_str());
+    std::printf("profiled for   %d devices of %s\n", info.num_devices, gopt::human_bytes(static_cast<double>(info.device_memory)).c_str());
   std::printf("critical path  %.3f ms over %zu ops on %s (all ops in sequence: %.3f ms)\n", s.critical.time * 1e3,
               s.critical.ops.size(), dev.name.c_str(), s.total_time * 1e3);
   std::printf("op kinds      ");
@@ -148,10 +131,10 @@ void add_info_command(CLI::App& app) {
     try {
       run_info(*opts);
     } catch (const go::Error& e) {
-      std::fprintf(stderr, "gopt info: %s\n", one_line(e.what()).c_str());
+      std::fprintf(stderr, "gopt info: %s\n", gopt::printable(e.what()).c_str());
       throw CLI::RuntimeError(1);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "gopt info: %s: %s\n", one_line(opts->graph).c_str(), one_line(e.what()).c_str());
+      std::fprintf(stderr, "gopt info: %s: %s\n", gopt::printable(opts->graph).c_str(), gopt::printable(e.what()).c_str());
       throw CLI::RuntimeError(1);
     }
   });

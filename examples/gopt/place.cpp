@@ -1,5 +1,6 @@
 // gopt place: one baseline optimizer (or any registered method) on one graph and cluster.
 #include "place.hpp"
+#include "format.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -25,12 +26,6 @@ struct PlaceCliOptions {
   std::int64_t budget = 1000;
   bool training = false, json = false;
 };
-
-std::string printable(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  return s;
-}
 
 void run_place(const PlaceCliOptions& o) {
   const go::Cluster cluster = go::load_cluster(o.cluster);

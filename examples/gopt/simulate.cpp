@@ -1,6 +1,7 @@
 // gopt simulate: step time, validity, per-device busy time and peak memory, transfers and kernel
 // launches of one simulated step (include/go/sim), optionally a Chrome trace and a speed test.
 #include "simulate.hpp"
+#include "format.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -35,24 +36,6 @@ struct SimulateOptions {
   bool repeat_given = false;
 };
 
-// One line, printable: names read from corrupt files may hold control characters.
-std::string printable(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  return s;
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
-}
 
 void run_simulate(const SimulateOptions& o) {
   GO_CHECK(o.repeat >= 1, "--repeat must be at least 1, got ", o.repeat);
