@@ -1,6 +1,7 @@
 // Optimize time of the baseline placers (include/go/baselines) on a large zoo training graph:
-// transformer_xl8 (45,024 ops) on 8 V100s. The step times are in bench/README.baselines.md; this
-// measures only how long each method takes to produce its plan (final simulation included).
+// transformer_xl8 (45,024 ops) on 8 V100s. The step times are in bench/README.md ("Baselines: the
+// evaluation table"); this measures only how long each method takes to produce its plan (final
+// simulation included).
 //   ninja -C build bench_baselines && ./build/bench/bench_baselines
 #include <benchmark/benchmark.h>
 

@@ -2,7 +2,7 @@
 // 27k-op forward graph shaped like a deep residual MLP/Transformer stack, expanded by
 // make_training_graph), with several plans, on one thread and with two threads evaluating
 // independent plans (one workspace each), plus the one-off Simulator construction.
-// See bench/README.sim.md.
+// See "Simulator benchmarks" in bench/README.md.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

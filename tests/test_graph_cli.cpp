@@ -16,65 +16,18 @@
 #include <nlohmann/json.hpp>
 
 #include "../examples/gopt/info.cpp"
+#include "cli_capture.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = 0;
-  std::string out, err;
-};
+using Result = go::test::CliResult;
 
 // Runs `gopt <args...>` with the info subcommand registered; returns the exit code and output.
-Result run_gopt(std::vector<std::string> args) {
-  const fs::path dir = fs::temp_directory_path();
-  const std::string tag = std::to_string(std::random_device{}());
-  const fs::path out_path = dir / ("go_cli_out_" + tag), err_path = dir / ("go_cli_err_" + tag);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::cout.flush();
-  const int saved_out = dup(1), saved_err = dup(2);
-  FILE* fo = std::fopen(out_path.c_str(), "w");
-  FILE* fe = std::fopen(err_path.c_str(), "w");
-  dup2(fileno(fo), 1);
-  dup2(fileno(fe), 2);
-  Result r;
-  {
-    CLI::App app{"gopt"};
-    app.require_subcommand(0, 1);
-    add_info_command(app);
-    std::vector<std::string> argv_s{"gopt"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<const char*> argv;
-    for (auto& s : argv_s) argv.push_back(s.c_str());
-    try {
-      app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-      r.code = app.exit(e);
-    }
-  }
-  std::cout.flush();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  dup2(saved_out, 1);
-  dup2(saved_err, 2);
-  close(saved_out);
-  close(saved_err);
-  std::fclose(fo);
-  std::fclose(fe);
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  fs::remove(out_path);
-  fs::remove(err_path);
-  return r;
+Result run_gopt(const std::vector<std::string>& args) {
+  return go::test::run_cli([](CLI::App& app) { add_info_command(app); }, args);
 }
 
 const std::string kModels = std::string(GO_SHARED_DIR) + "/models/";

@@ -278,6 +278,24 @@ TEST_CASE("zoo: options, defaults and errors", "[graph][zoo][errors]") {
     CHECK_FALSE(am.find("cell3/output/concat").has_value());
     CHECK_NOTHROW(go::make_training_graph(am).validate());
   }
+  SECTION("graph paths carry options: zoo:<name>:<option>=<value>...") {
+    go::ZooOptions o;
+    o.seq = 5;
+    o.batch = 3;
+    const go::OpGraph a = go::make_zoo_graph("gnmt2", o);
+    const go::OpGraph b = go::load_graph("zoo:gnmt2:seq=5:batch=3");
+    CHECK(b.num_ops() == a.num_ops());
+    CHECK(b.info().batch == 3);
+    CHECK(b.info().name == "gnmt2");  // still the zoo workload (human-expert placement applies)
+    CHECK(go::load_graph("zoo:gnmt2").num_ops() == built("gnmt2").fwd.num_ops());
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq"), Contains("must be <option>=<positive integer>"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=-3"), Contains("needs a positive integer"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=0"), Contains("must be positive"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:size=3"), Contains("unknown option 'size'"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:depth=3"), Contains("does not apply"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=5:"), Contains("must be <option>=<positive integer>"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:nope:seq=5"), Contains("unknown zoo workload"));
+  }
   SECTION("defaults are listed per workload") {
     const auto o = go::zoo_default_options("gnmt8");
     CHECK(*o.batch == 128);

@@ -248,3 +248,44 @@ TEST_CASE("nn::linear_embedding_relu equals relu(linear + embedding)", "[nn]") {
       [ids](const std::vector<Variable>& v) { return nn::linear_embedding_relu(v[0], v[1], v[2], v[3], ids); },
       {x, W, b, table});
 }
+
+// Fused ops must ADD into a parameter's existing gradient (minibatches backpropagate several
+// samples before one optimizer step; one pass may use a parameter twice). A bug read the
+// "accumulate" flag before grad_slot() set it (unspecified argument order) and overwrote instead.
+TEST_CASE("nn fused ops accumulate gradients across backward passes and uses", "[nn]") {
+  Rng rng(21);
+  const std::int64_t n = 7, d = 5, h = 6, V = 4;
+  Variable x(random_tensor(Shape{n, d}, rng), true), gamma(random_tensor(Shape{1, d}, rng), true),
+      beta(random_tensor(Shape{1, d}, rng), true), W(random_tensor(Shape{d, d}, rng), true),
+      b(random_tensor(Shape{1, d}, rng), true), W1(random_tensor(Shape{d, h}, rng), true),
+      b1(random_tensor(Shape{1, h}, rng), true), W2(random_tensor(Shape{h, d}, rng), true),
+      b2(random_tensor(Shape{1, d}, rng), true), table(random_tensor(Shape{V, d}, rng), true);
+  Tensor ids = Tensor::zeros(Shape{n}, DType::i32);
+  for (std::int64_t i = 0; i < n; ++i) ids.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng.uniform_int(V));
+  const Variable R(random_tensor(Shape{n, d}, rng));
+  const std::vector<Variable> params = {x, gamma, beta, W, b, W1, b1, W2, b2, table};
+  auto loss = [&] {
+    Variable y = nn::ln_linear(x, gamma, beta, W, b);
+    y = nn::mlp_gelu(y, W1, b1, W2, b2);
+    y = nn::add_embedding(y, table, ids);
+    y = nn::linear_embedding_relu(y, W, b, table, ids);  // W, b and table used a second time
+    return sum(y * R);
+  };
+  for (auto p : params) p.zero_grad();
+  loss().backward();
+  std::vector<Tensor> once;
+  for (const auto& p : params) once.push_back(p.grad().clone());
+  loss().backward();  // no zero_grad: every gradient must double
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    INFO("parameter " << i);
+    const float* g1 = once[i].f32();
+    const float* g2 = params[i].grad().f32();
+    double worst = 0, scale = 0;
+    for (std::int64_t k = 0; k < once[i].numel(); ++k) {
+      worst = std::max(worst, std::abs(static_cast<double>(g2[k]) - 2.0 * g1[k]));
+      scale = std::max(scale, std::abs(static_cast<double>(g1[k])));
+    }
+    CHECK(scale > 0);
+    CHECK(worst <= 1e-5 * (1 + scale));
+  }
+}

@@ -98,7 +98,8 @@ TEST_CASE("PolicyGraph: rows in topological order, graph-independent features, C
     // a row's predecessors are earlier rows
     const auto* rp = pg.preds.fwd.row_ptr.data<std::int64_t>();
     for (std::int64_t e = rp[r]; e < rp[r + 1]; ++e) CHECK(pg.preds.fwd.col_idx.data<std::int32_t>()[e] < r);
-    CHECK(pg.fusion_mask.f32()[r * 2 + 1] == (g.in_degree(op) == 0 ? kMaskedLogit : 0.f));
+    CHECK(pg.fusion_mask.f32()[r * 2 + 1] ==
+          (g.in_degree(op) == 0 || !op_kind_fusible(g.op(op).kind) ? kMaskedLogit : 0.f));
   }
   CHECK_THROWS_WITH(PolicyGraph::from_arrays("bad", Tensor::zeros(Shape{3}, DType::i32),
                                              Tensor::zeros(Shape{3, kNumNumericFeatures}),
@@ -168,8 +169,20 @@ TEST_CASE("GoPolicy: output shapes for 1 to max_devices devices, sampling and gr
 
 TEST_CASE("GoPolicy: finite-difference gradient of the whole network", "[policy]") {
   const OpGraph g = random_op_graph(20, 3, 6);
-  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyGraph pg = PolicyGraph::from_graph(g);
+  {  // an anchor plan, so that its embedding and biases are checked too
+    Rng ar(11);
+    Tensor dev = Tensor::zeros(Shape{20}, DType::i32), pri = Tensor::zeros(Shape{20}, DType::i32),
+           fuse = Tensor::zeros(Shape{20}, DType::i32);
+    for (int r = 0; r < 20; ++r) {
+      dev.data<std::int32_t>()[r] = static_cast<std::int32_t>(ar.uniform_int(3));
+      pri.data<std::int32_t>()[r] = static_cast<std::int32_t>(ar.uniform_int(3));
+      fuse.data<std::int32_t>()[r] = pg.fusion_mask.f32()[r * 2 + 1] == 0.f ? static_cast<std::int32_t>(ar.uniform_int(2)) : 0;
+    }
+    pg.set_anchor(dev, pri, fuse);
+  }
   PolicyConfig cfg = small_config();
+  cfg.anchor_bias = 1.f;  // logits in a range where the finite differences see the softmax curve
   cfg.segment_length = 32;  // one segment: the stop-gradient memory would make finite differences
                             // see paths the gradient deliberately ignores
   cfg.memory_length = 0;

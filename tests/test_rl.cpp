@@ -12,8 +12,12 @@
 #include <vector>
 
 #include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
 #include "go/rl/all.hpp"
+#include "go/rl/place_go.hpp"
 #include "go/sim/sim.hpp"
+#include "rl_fixtures.hpp"
 
 using namespace go;
 using namespace go::rl;
@@ -72,16 +76,8 @@ double brute_force_optimum(const OpGraph& g, const Cluster& c) {
 
 TrainConfig tiny_config(std::uint64_t seed) {
   TrainConfig c;
-  c.policy.hidden = 16;
-  c.policy.heads = 2;
-  c.policy.sage_layers = 1;
-  c.policy.segment_length = 8;
-  c.policy.memory_length = 8;
-  c.policy.ffn_dim = 32;
-  c.policy.max_devices = 2;
-  c.policy.priority_levels = 2;
-  c.policy.value_hidden = 16;
-  c.policy.seed = seed;
+  c.policy = go::test::tiny_policy_config(seed);
+  c.policy.anchor = false;  // from scratch: the anchored policy has tests of its own
   c.seed = seed;
   c.updates = 40;
   c.samples = 16;
@@ -308,4 +304,146 @@ TEST_CASE("PPO: pre-training on a set of graphs keeps a best plan per graph", "[
   CHECK(t.task(1).samples == 4);  // update 2
   CHECK(std::isfinite(t.task(0).best_step_time));
   CHECK(std::isfinite(t.task(1).best_step_time));
+}
+
+TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode back to it", "[rl]") {
+  const OpGraph g = two_chains(4);
+  DeviceSpec d = DeviceSpec::v100();
+  const Cluster cl = Cluster::uniform("same2", d, 2, 25e9, 2e-5);
+  const Simulator sim(g, cl);
+  policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  // only the default placement: every op on device 0; rank priorities and fusion are tried on it
+  const Anchor a = choose_anchor(g, pg, cl, sim, 4, true, "default");
+  CHECK(a.placement == "default");
+  REQUIRE(a.result.valid);
+  for (std::int32_t v : a.plan.device) CHECK(v == 0);
+  CHECK(a.result.step_time <= sim.simulate(Plan{}).step_time);  // at least as good as no priorities or fusion
+  CHECK(a.result.step_time == sim.simulate(a.plan).step_time);
+  // round trip: decoding the anchor's actions gives the anchor plan
+  const policy::Decision dec = policy::decode(g, pg, a.actions, 2);
+  const Plan back = policy::to_plan(dec);
+  CHECK(back.device == a.plan.device);
+  CHECK(back.priority == a.plan.priority);
+  CHECK(back.fusion == a.plan.fusion);
+  // upward-rank levels: along a chain the rank falls, so levels never increase
+  const auto lv = upward_rank_levels(g, sim, 4);
+  for (int i = 1; i < 4; ++i) CHECK(lv[static_cast<std::size_t>(i)] <= lv[static_cast<std::size_t>(i - 1)]);
+  CHECK(lv[0] == 3.f);
+  // all three placements: the two chains on different devices (METIS or the generic rule) win
+  const Anchor b = choose_anchor(g, pg, cl, sim, 4);
+  CHECK(b.result.step_time < a.result.step_time * 0.75);
+  // a fresh anchored policy decodes the anchor greedily
+  TrainConfig c = tiny_config(1);
+  c.policy.anchor = true;
+  c.policy.priority_levels = 4;
+  c.anchor_placements = "default";
+  PpoTrainer t(c, {g}, cl);
+  CHECK(t.task(0).anchor == a.describe());
+  CHECK(t.task(0).best_step_time == a.result.step_time);
+  CHECK(t.task(0).best_update == 0);
+  const auto [gp, gr] = t.greedy_plan(0);
+  CHECK(gp.device == a.plan.device);
+  CHECK(gr.step_time == a.result.step_time);
+  // anchors for a different device count or level count are refused with a clear error
+  Tensor bad_levels = Tensor::zeros(Shape{8}, DType::i32);
+  bad_levels.data<std::int32_t>()[3] = 7;
+  pg.set_anchor(a.actions.device.clone(), bad_levels, a.actions.fuse.clone());
+  policy::GoPolicy pol(c.policy);
+  Rng rng(1);
+  CHECK_THROWS_WITH(pol.act(pg, 2, &rng), Catch::Contains("anchor action 7"));
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,heft"})"), Catch::Contains("'heft'"));
+}
+
+// The saddle of identical devices (see the learning test above), broken by the anchor: starting
+// from every op on device 0, PPO finds plans that use the idle second device and the sampled plans
+// get faster. (The greedy plan moves slowly here: moving any single op helps, chain a's as much as
+// chain b's, so which chain should move is itself a symmetric choice.)
+TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  const double optimum = brute_force_optimum(g, cl);
+  int improved = 0;
+  const int seeds = 3;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    TrainConfig c = tiny_config(static_cast<std::uint64_t>(seed));
+    c.policy.anchor = true;
+    c.anchor_placements = "default";
+    c.policy.anchor_bias = 2.f;
+    c.updates = 30;
+    PpoTrainer t(c, {g}, cl);
+    const double anchor = t.task(0).anchor_step_time;
+    UpdateStats first, last;
+    t.train([&](const UpdateStats& st) {
+      if (st.update == 1) first = st;
+      last = st;
+    });
+    std::printf("anchored seed %d: anchor %.3f ms, split optimum %.3f ms, best %.3f ms, mean sampled %.3f -> %.3f ms\n",
+                seed, anchor * 1e3, optimum * 1e3, t.task(0).best_step_time * 1e3, first.mean_step_time * 1e3,
+                last.mean_step_time * 1e3);
+    CHECK(t.task(0).best_step_time < anchor * 0.8);
+    if (last.mean_step_time < first.mean_step_time * 0.95) ++improved;
+  }
+  CHECK(improved == seeds);
+}
+
+TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
+  const OpGraph g = two_chains(6);
+  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  TrainConfig c = tiny_config(4);
+  c.policy.anchor = true;
+  c.updates = 1;
+  const std::string ck = temp_path("go_method.ckpt");
+  {
+    PpoTrainer t(c, {g}, cl);
+    t.train();
+    t.save_checkpoint(ck);
+  }
+  register_go_methods(ck, 8);
+  PlaceOptions o;
+  o.seed = 3;
+  o.finetune = 0;
+  const PlaceResult z = place("go-zero-shot", g, cl, o);
+  REQUIRE(z.valid);
+  CHECK(z.simulations == 1 + 8);  // greedy + 8 samples
+  CHECK(check_plan(g, z.plan, 2).empty());
+  CHECK(z.note.find("zero-shot greedy") != std::string::npos);
+  GoPlaceReport rep;
+  const Plan zp = go_place(g, cl, ck, 0, 8, 3, &rep);
+  CHECK(rep.anchor_step_time > 0);
+  CHECK(z.step_time == std::min(rep.greedy_step_time, rep.sampled_step_time));
+  CHECK(zp.device == z.plan.device);  // same seed, same answer
+  o.finetune = 4;
+  const PlaceResult f = place("go", g, cl, o);
+  REQUIRE(f.valid);
+  CHECK(f.simulations == 1 + 8 + 4 * 8);
+  CHECK(f.step_time <= z.step_time);            // the zero-shot plans are candidates too
+  CHECK(f.step_time <= rep.anchor_step_time);   // and so is the anchor
+  CHECK(f.step_time == Simulator(g, cl).simulate(f.plan).step_time);
+  // the fusion the policy chose is kept (place() clears fusion only for methods that do not decide it)
+  CHECK(find_place_method("go").decides_fusion);
+  o.policy = temp_path("no_such_policy.ckpt");
+  CHECK_THROWS_WITH(place("go", g, cl, o), Catch::Contains("not found"));
+  o.policy.clear();
+  const Cluster big = Cluster::uniform("same4", DeviceSpec::v100(), 4, 25e9, 2e-5);  // the tiny policy has 2 devices
+  CHECK_THROWS_WITH(place("go-zero-shot", g, big, o), Catch::Contains("at most 2"));
+  std::filesystem::remove(ck);
+}
+
+TEST_CASE("The shipped pre-trained policy places an unseen ONNX model zero-shot", "[rl]") {
+  const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x4.ckpt";
+  const std::string model = std::string(GO_SHARED_DIR) + "/models/resnet18.onnx";
+  REQUIRE(std::filesystem::exists(policy));
+  if (!std::filesystem::exists(model)) {
+    WARN("skipped: " << model << " not found");
+    return;
+  }
+  const OpGraph g = make_training_graph(load_graph(model));
+  const Cluster cl = load_cluster("v100x4");
+  GoPlaceReport rep;
+  const Plan p = go_place(g, cl, policy, 0, 4, 1, &rep);
+  const SimResult r = Simulator(g, cl).simulate(p);
+  REQUIRE(r.valid);
+  CHECK(r.step_time == std::min(rep.greedy_step_time, rep.sampled_step_time));
+  // zero-shot is at most 10% behind the anchor the policy starts from
+  CHECK(r.step_time <= rep.anchor_step_time * 1.10);
 }

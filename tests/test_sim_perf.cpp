@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "go/sim/sim.hpp"
@@ -102,4 +103,87 @@ TEST_CASE("transfers() holds exactly the last simulation's transfers", "[sim][pe
   const go::SimResult& r1 = sim.simulate(go::Plan::single_device(3, 0), ws);
   CHECK(r1.transfers == 0);
   CHECK(ws.transfers().empty());
+}
+
+TEST_CASE("a reused workspace gives a fresh workspace's results across fused and unfused plans", "[sim][perf]") {
+  // The fused path keeps per-group state in the workspace between simulations (undone at the next
+  // fused plan): alternate valid, invalid and unfused plans on one workspace and compare each result
+  // with a fresh workspace's.
+  std::mt19937 rng(11);
+  go::GraphBuilder b;
+  const int n = 80;
+  for (int i = 0; i < n; ++i) {
+    go::OpSpec s;
+    s.name = "op" + std::to_string(i);
+    s.kind = go::OpKind::other;
+    s.time = 1e-4 * static_cast<double>(1 + rng() % 5);
+    s.temp_bytes = static_cast<std::int64_t>(rng() % 3) * 64;
+    for (int k = 0; k < 2; ++k) {
+      go::TensorSpec t;
+      t.shape_known = false;
+      t.bytes = 100 + static_cast<std::int64_t>(rng() % 1000);
+      s.outputs.push_back(t);
+    }
+    for (int k = 0; i > 0 && k < 1 + static_cast<int>(rng() % 3); ++k)
+      s.inputs.push_back(go::TensorRef{static_cast<std::int64_t>(rng() % static_cast<unsigned>(i)),
+                                       static_cast<std::int32_t>(rng() % 2)});
+    if (i > 2 && rng() % 5 == 0) s.control_inputs.push_back(static_cast<std::int64_t>(rng() % static_cast<unsigned>(i)));
+    b.add_op(std::move(s));
+  }
+  const go::OpGraph g = b.build();
+  go::Simulator sim(g, one_cluster(3));
+  go::SimWorkspace ws = sim.make_workspace();
+  auto topo = g.topo_order();
+  int fused_valid = 0, fused_invalid = 0;
+  for (int rep = 0; rep < 300; ++rep) {
+    go::Plan p;
+    p.device.resize(static_cast<std::size_t>(n));
+    for (auto& d : p.device) d = static_cast<std::int32_t>(rng() % 3);
+    if (rng() % 2) {
+      p.priority.resize(static_cast<std::size_t>(n));
+      for (auto& x : p.priority) x = static_cast<float>(rng() % 7);
+    }
+    const unsigned mode = rng() % 4;
+    if (mode > 0) {
+      p.fusion.assign(static_cast<std::size_t>(n), -1);
+      // runs of consecutive ops (topological order) on one device: convex; mode 3 adds random ids
+      for (std::size_t i = 0; i < topo.size();) {
+        const std::size_t len = 1 + rng() % 4;
+        const auto f = static_cast<std::int32_t>(i);  // one id per run
+        for (std::size_t k = i; k < std::min(topo.size(), i + len); ++k) {
+          p.device[static_cast<std::size_t>(topo[k])] = p.device[static_cast<std::size_t>(topo[i])];
+          p.fusion[static_cast<std::size_t>(topo[k])] = f;
+        }
+        i += len;
+      }
+      if (mode == 3)
+        for (int k = 0; k < 3; ++k) p.fusion[rng() % static_cast<unsigned>(n)] = static_cast<std::int32_t>(rng() % 90) - 5;
+    }
+    const go::SimResult expect = sim.simulate(p);  // fresh workspace
+    go::SimWorkspace fresh = sim.make_workspace();
+    sim.simulate(p, fresh);
+    const go::SimResult& got = sim.simulate(p, ws);
+    INFO("rep " << rep << " mode " << mode);
+    REQUIRE(got.valid == expect.valid);
+    REQUIRE(got.status == expect.status);
+    if (!p.fusion.empty()) ++(got.valid ? fused_valid : fused_invalid);
+    CHECK(got.step_time == expect.step_time);
+    CHECK(got.peak_memory == expect.peak_memory);
+    CHECK(got.busy_time == expect.busy_time);
+    CHECK(got.transfers == expect.transfers);
+    CHECK(got.transfer_bytes == expect.transfer_bytes);
+    CHECK(got.kernel_launches == expect.kernel_launches);
+    CHECK(got.units == expect.units);
+    CHECK(got.problem_op == expect.problem_op);
+    CHECK(got.problem_op2 == expect.problem_op2);
+    CHECK(got.problem_group == expect.problem_group);
+    CHECK(got.problem_group2 == expect.problem_group2);
+    for (go::OpId v = 0; v < n; ++v) {
+      CHECK(ws.unit_of(v) == fresh.unit_of(v));
+      CHECK(ws.start_time(v) == fresh.start_time(v));
+      CHECK(ws.finish_time(v) == fresh.finish_time(v));
+    }
+  }
+  CHECK(fused_valid > 20);
+  CHECK(fused_invalid > 20);
 }

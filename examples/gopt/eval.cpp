@@ -2,7 +2,9 @@
 #include "eval.hpp"
 #include "format.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -27,9 +29,37 @@ namespace {
 struct EvalCliOptions {
   std::string graphs, cluster, methods, csv, fusion = "none";
   std::uint64_t seed = 0;
-  std::int64_t budget = 1000;
+  std::int64_t budget = 1000, finetune = -1;
+  std::string policy, trace_dir;
   bool training = false;
 };
+
+// A file name for a graph path or zoo spec: its last path component, unsafe characters as '_'.
+std::string file_stem(const std::string& graph) {
+  std::string s = graph.substr(graph.find_last_of('/') == std::string::npos ? 0 : graph.find_last_of('/') + 1);
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  return s;
+}
+
+// Writes the best valid plan of one graph (and its Chrome trace) into dir; returns the method.
+std::string write_best(const std::string& dir, const std::string& graph, const go::OpGraph& g,
+                       const go::Cluster& cluster, const std::vector<std::string>& methods,
+                       const std::vector<go::PlaceResult>& res) {
+  std::size_t best = res.size();
+  for (std::size_t k = 0; k < res.size(); ++k)
+    if (res[k].valid && (best == res.size() || res[k].step_time < res[best].step_time)) best = k;
+  if (best == res.size()) return {};
+  std::filesystem::create_directories(dir);
+  const std::string stem = (std::filesystem::path(dir) / file_stem(graph)).string();
+  go::save_plan(res[best].plan, g, stem + ".plan.json");
+  const go::Simulator sim(g, cluster);
+  go::SimWorkspace ws = sim.make_workspace();
+  ws.set_record_memory(true);
+  sim.simulate(res[best].plan, ws);
+  go::write_chrome_trace(stem + ".trace.json", sim, res[best].plan, ws);
+  return methods[best];
+}
 
 std::string csv_field(std::string s) {
   s = printable(std::move(s));
@@ -71,6 +101,8 @@ void run_eval(const EvalCliOptions& o) {
   po.seed = o.seed;
   po.budget = o.budget;
   po.fusion = go::parse_fusion_mode(o.fusion);
+  po.policy = o.policy;
+  po.finetune = o.finetune;
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());
@@ -92,6 +124,12 @@ void run_eval(const EvalCliOptions& o) {
       if (m == "human") human[gi] = r;
     }
     if (!have_human) human[gi] = go::place("human", g, cluster, po);
+    if (!o.trace_dir.empty()) {
+      const std::string m = write_best(o.trace_dir, graphs[gi], g, cluster, methods, res[gi]);
+      if (!m.empty())
+        std::fprintf(stderr, "gopt eval: %s: best plan (%s) and its Chrome trace in %s/%s.{plan,trace}.json\n",
+                     graphs[gi].c_str(), m.c_str(), o.trace_dir.c_str(), file_stem(graphs[gi]).c_str());
+    }
   }
   if (!o.csv.empty()) go::write_file_atomic(o.csv, csv);
   // table
@@ -147,6 +185,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)");
   cmd->add_option("--fusion", opts->fusion, "none | xla (default none)");
+  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: the method's)");
+  cmd->add_option("--trace-dir", opts->trace_dir,
+                  "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
   cmd->callback([opts]() {
     try {

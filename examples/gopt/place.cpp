@@ -23,7 +23,8 @@ namespace {
 struct PlaceCliOptions {
   std::string graph, cluster, method, out, fusion = "none", expert;
   std::uint64_t seed = 0;
-  std::int64_t budget = 1000;
+  std::int64_t budget = 1000, finetune = -1;
+  std::string policy;
   bool training = false, json = false;
 };
 
@@ -36,6 +37,8 @@ void run_place(const PlaceCliOptions& o) {
   po.budget = o.budget;
   po.fusion = go::parse_fusion_mode(o.fusion);
   po.expert_split = o.expert;
+  po.policy = o.policy;
+  po.finetune = o.finetune;
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
   if (o.json) {
@@ -87,6 +90,8 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)");
   cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none)");
+  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)");
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");

@@ -1,4 +1,7 @@
-// gopt train: PPO on one graph or a set of graphs (include/go/rl/ppo.hpp).
+// gopt train: PPO on one graph or a set of graphs (include/go/rl/ppo.hpp). Under an MPI launcher
+// (`mpirun -np N gopt train ...`, builds with MPI) the N processes train together
+// (go/rl/distributed.hpp): same options, same checkpoints; rank 0 alone writes the checkpoint, the
+// metrics, the plan and the progress lines. Without a launcher MPI is not initialized at all.
 #include "train.hpp"
 
 #include <unistd.h>
@@ -20,7 +23,11 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/rl/all.hpp"
+#include "go/rl/distributed.hpp"
 #include "go/sim/sim.hpp"
+#if defined(GO_HAVE_MPI)
+#include "go/rl/mpi.hpp"
+#endif
 
 namespace gopt {
 namespace {
@@ -51,10 +58,15 @@ std::string duration_text(double s) {
   return buf;
 }
 
-void run_train(const TrainOptions& o) {
+void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   GO_CHECK(!o.graphs.empty(), "--graphs needs at least one graph");
   GO_CHECK(!o.out.empty(), "--out must not be empty");
-  const bool resuming = o.resume && std::filesystem::exists(o.out);
+  const bool root = comm.rank() == 0;
+  std::int32_t resume_flag = o.resume && root && std::filesystem::exists(o.out) ? 1 : 0;
+  comm.broadcast(&resume_flag, sizeof resume_flag, 0);  // rank 0 decides; every rank loads the checkpoint
+  const bool resuming = resume_flag != 0;
+  GO_CHECK(!resuming || std::filesystem::exists(o.out), "rank ", comm.rank(), ": the checkpoint ", o.out,
+           " being resumed is missing here (every machine needs it at the same path)");
   go::rl::TrainConfig cfg;
   if (resuming) {
     cfg = go::rl::PpoTrainer::checkpoint_config(o.out);
@@ -90,14 +102,18 @@ void run_train(const TrainOptions& o) {
     trainer.load_checkpoint(o.out);
     if (o.updates >= 0) trainer.set_updates(o.updates);
   }
-  go::rl::truncate_metrics_csv(metrics, trainer.updates_done());
+  trainer.set_communicator(std::shared_ptr<go::rl::Communicator>(&comm, [](go::rl::Communicator*) {}));
+  if (root) go::rl::truncate_metrics_csv(metrics, trainer.updates_done());
 
   const go::rl::TrainConfig& c = trainer.config();
-  if (!o.quiet) {
-    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters, %s%lld updates of %d samples\n",
+  const bool quiet = o.quiet || !root;
+  if (!quiet) {
+    char procs[32] = "1 process";
+    if (comm.size() > 1) std::snprintf(procs, sizeof procs, "%d ranks", comm.size());
+    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters, %s%lld updates of %d samples, %s\n",
                  trainer.num_graphs(), cluster.name.c_str(), cluster.num_devices(),
                  static_cast<long long>(trainer.policy()->num_parameters()), resuming ? "resuming at " : "",
-                 static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples);
+                 static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples, procs);
     for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
       const auto& t = trainer.task(i);
       std::fprintf(stderr, "  %s: %d ops, reference %.3f ms (%s)\n", t.name.c_str(), t.graph->num_ops(),
@@ -109,11 +125,12 @@ void run_train(const TrainOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::int64_t total_samples = 0;
   auto on_update = [&](const go::rl::UpdateStats& s) {
+    if (!root) return;
     go::rl::append_metrics_csv(metrics, s);
     total_samples += s.samples;
     if (c.checkpoint_every > 0 && s.update % c.checkpoint_every == 0 && s.update < c.updates)
       trainer.save_checkpoint(o.out);
-    if (o.quiet) return;
+    if (quiet) return;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double per = el / static_cast<double>(s.update - start_update);
     char best[64] = "none valid";
@@ -129,8 +146,9 @@ void run_train(const TrainOptions& o) {
   while (trainer.updates_done() < c.updates &&
          (o.stop_after < 0 || trainer.updates_done() - start_update < o.stop_after))
     on_update(trainer.update());
-  if (!o.quiet && tty) std::fputc('\n', stderr);
+  if (!quiet && tty) std::fputc('\n', stderr);
   trainer.save_checkpoint(o.out);
+  if (!root) return;
   for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
     const auto& t = trainer.task(i);
     if (std::isfinite(t.best_step_time))
@@ -152,7 +170,8 @@ void run_train(const TrainOptions& o) {
 
 void add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* cmd = app.add_subcommand("train", "Train the GO policy with PPO on one graph or a set of graphs");
+  CLI::App* cmd = app.add_subcommand("train", "Train the GO policy with PPO on one graph or a set of graphs "
+                                   "(under `mpirun -np N`: N processes train together; builds with MPI)");
   cmd->add_option("--graphs", o->graphs, "Graph files or zoo:<name>, comma-separated")->required()->delimiter(',');
   cmd->add_option("--cluster", o->cluster, "Cluster preset (v100x4, ...) or go-cluster JSON file")->required();
   cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)");
@@ -169,17 +188,34 @@ void add_train_command(CLI::App& app) {
                   "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")
       ->group("");
   cmd->callback([o]() {
+#if defined(GO_HAVE_MPI)
+    go::rl::MpiSession mpi(nullptr, nullptr);  // MPI only under mpirun/mpiexec/srun
+    // An error on one rank would leave the others waiting in a collective: end the whole job.
+    auto fail = [&mpi](const char* what) {
+      if (mpi.communicator()->size() > 1) {
+        std::fprintf(stderr, "gopt train (rank %d): %s\n", mpi.communicator()->rank(), what);
+        std::fflush(stderr);
+        mpi.abort(1);
+      }
+      std::fprintf(stderr, "gopt train: %s\n", what);
+      throw CLI::RuntimeError(1);
+    };
+    const auto comm = mpi.communicator();
+#else
+    auto fail = [](const char* what) {
+      std::fprintf(stderr, "gopt train: %s\n", what);
+      throw CLI::RuntimeError(1);
+    };
+    const auto comm = go::rl::local_communicator();
+#endif
     try {
-      run_train(*o);
+      run_train(*o, *comm);
     } catch (const go::Error& e) {
-      std::fprintf(stderr, "gopt train: %s\n", e.what());
-      throw CLI::RuntimeError(1);
+      fail(e.what());
     } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "gopt train: out of host memory\n");
-      throw CLI::RuntimeError(1);
+      fail("out of host memory");
     } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "gopt train: %s\n", e.what());
-      throw CLI::RuntimeError(1);
+      fail(e.what());
     }
   });
 }

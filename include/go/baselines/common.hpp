@@ -43,6 +43,10 @@ struct PlaceOptions {
   std::string expert_split;         // human: a dnn-partitioning expert split to use (default: found
                                     // next to the graph file, see baselines/human.hpp)
   SimOptions sim;                   // options of every simulation
+  // go (the RL method, go/rl/place_go.hpp): the pre-trained policy file ("" = the shipped one) and
+  // the PPO updates of fine-tuning on this graph (0 = zero-shot, -1 = the method's default).
+  std::string policy;
+  std::int64_t finetune = -1;
 };
 
 struct PlaceResult {
@@ -71,6 +75,28 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 // out of memory in the simulator (which frees activations after their last consumer), so the
 // estimate is conservative.
 inline std::int64_t op_footprint(const Op& o) { return o.param_bytes + o.output_bytes + o.temp_bytes; }
+
+// Static bytes each device holds under `device` (a device per op): the footprints of its ops plus
+// one received copy of every tensor it reads from another device. The simulator never holds more
+// on a device at once (it frees activations and received copies after their last reader).
+inline std::vector<std::int64_t> static_load(const OpGraph& g, const std::vector<std::int32_t>& device, std::int32_t k) {
+  std::vector<std::int64_t> load(static_cast<std::size_t>(k), 0);
+  std::vector<std::int32_t> stamp(static_cast<std::size_t>(g.num_tensors()) * static_cast<std::size_t>(k), 0);
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    const std::int32_t d = device[static_cast<std::size_t>(v)];
+    load[static_cast<std::size_t>(d)] += op_footprint(g.op(v));
+    const auto pred = g.pred(v);
+    const auto pt = g.pred_tensors(v);
+    for (std::size_t e = 0; e < pred.size(); ++e) {
+      if (pt[e] < 0 || device[static_cast<std::size_t>(pred[e])] == d) continue;
+      auto& seen = stamp[static_cast<std::size_t>(pt[e]) * static_cast<std::size_t>(k) + static_cast<std::size_t>(d)];
+      if (seen) continue;
+      seen = 1;
+      load[static_cast<std::size_t>(d)] += g.tensor(pt[e]).bytes;
+    }
+  }
+  return load;
+}
 
 // Data bytes on the edge (pred k of op v): the tensor's bytes, 0 for a control edge.
 inline double edge_bytes(const OpGraph& g, TensorId t) {

@@ -2,8 +2,8 @@
 // `--fusion xla`: greedy producer-consumer fusion in the style of XLA's instruction fusion, applied
 // to any placement.
 // Rule: in topological order, an op v joins the fusion group of its producer u when
-//   - v is a fusible kind (elementwise math, activations, dropout, normalizations, softmax,
-//     reductions, views: what XLA fuses into loop / input fusions), and
+//   - v is a fusible kind (op_kind_fusible, go/graph/op_kind.hpp: elementwise math, activations,
+//     dropout, normalizations, softmax, reductions, views: what XLA fuses into loop / input fusions), and
 //   - u is v's only predecessor that has predecessors itself (any other inputs of v are graph
 //     sources: inputs, constants, variables), u is not a source and u is on v's device.
 // The group of u is u's own group when it has one, else a new group rooted at u (so a matmul or a
@@ -23,17 +23,7 @@
 
 namespace go {
 
-inline bool xla_fusible(OpKind k) {
-  switch (k) {
-    case OpKind::relu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::gelu: case OpKind::elementwise:
-    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::dropout:
-    case OpKind::batch_norm: case OpKind::layer_norm: case OpKind::softmax: case OpKind::reduce:
-    case OpKind::reshape: case OpKind::transpose: case OpKind::pad: case OpKind::slice: case OpKind::accumulate:
-      return true;
-    default:
-      return false;
-  }
-}
+inline bool xla_fusible(OpKind k) { return op_kind_fusible(k); }
 
 // Fills plan.fusion by the rule above (replacing any fusion it had). Returns the number of groups.
 inline std::int32_t apply_xla_fusion(const OpGraph& g, Plan& plan) {

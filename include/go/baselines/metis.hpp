@@ -5,7 +5,10 @@
 //     and memory (the static footprint: parameters + outputs + temporary bytes), both balanced
 //     across the k parts within 5% / 10%;
 //   edge weights: the bytes the edge carries (control edges: 1), parallel edges summed;
-//   colocation groups contracted to one vertex, so they land on one device.
+//   colocation groups contracted to one vertex, so they land on one device;
+//   heterogeneous devices: target part weights proportional to each device's speed (compute) and
+//   memory capacity (memory), so faster devices get more compute; the memory tolerance then widens
+//   to the largest ratio of speed share to memory share, so the two targets do not conflict.
 // Weights are scaled to integers that cannot overflow METIS's idx_t. No priorities (first ready,
 // first run), as a partitioner decides only the placement.
 //
@@ -103,20 +106,59 @@ inline Plan metis_plan(const OpGraph& g, const Cluster& c, std::uint64_t seed = 
     }
     xadj[static_cast<std::size_t>(v) + 1] = static_cast<idx_t>(adjncy.size());
   }
+  // Heterogeneous devices: target part weights (METIS tpwgts) proportional to each device's speed
+  // (1 / the graph's total op time on its spec) for compute and to its memory for memory, so a
+  // faster or larger device gets the larger part. Identical devices: equal parts (tpwgts = NULL).
+  std::vector<real_t> tpwgts;
+  real_t ubvec[2] = {1.05f, 1.10f};
+  {
+    const auto times = detail::base::op_times_per_device(g, c);
+    std::vector<double> speed(static_cast<std::size_t>(k)), mem(static_cast<std::size_t>(k));
+    double ssum = 0, msum = 0;
+    bool differ = false;
+    for (std::int32_t d = 0; d < k; ++d) {
+      double total = 0;
+      for (double x : times[static_cast<std::size_t>(d)]) total += x;
+      speed[static_cast<std::size_t>(d)] = total > 0 ? 1.0 / total : 1.0;
+      mem[static_cast<std::size_t>(d)] = static_cast<double>(c.spec(d).memory_bytes);
+      ssum += speed[static_cast<std::size_t>(d)];
+      msum += mem[static_cast<std::size_t>(d)];
+      differ = differ || std::abs(speed[static_cast<std::size_t>(d)] - speed[0]) > 1e-9 * speed[0] ||
+               c.spec(d).memory_bytes != c.spec(0).memory_bytes;
+    }
+    if (differ) {
+      tpwgts.resize(static_cast<std::size_t>(k) * 2);
+      for (std::int32_t d = 0; d < k; ++d) {
+        tpwgts[static_cast<std::size_t>(d) * 2] = static_cast<real_t>(speed[static_cast<std::size_t>(d)] / ssum);
+        tpwgts[static_cast<std::size_t>(d) * 2 + 1] = static_cast<real_t>(mem[static_cast<std::size_t>(d)] / msum);
+      }
+      // the memory balance may give way as far as the speeds need (equal memories, unequal speeds:
+      // the fast device's part holds more memory than its equal share)
+      double stretch = 1.0;
+      for (std::int32_t d = 0; d < k; ++d)
+        stretch = std::max(stretch, (speed[static_cast<std::size_t>(d)] / ssum) / (mem[static_cast<std::size_t>(d)] / msum));
+      ubvec[1] = static_cast<real_t>(std::max(1.10, 1.05 * stretch));
+      // METIS wants each constraint's targets to sum to 1 within its tolerance: absorb rounding
+      for (int j = 0; j < 2; ++j) {
+        real_t sum = 0;
+        for (std::int32_t d = 0; d + 1 < k; ++d) sum += tpwgts[static_cast<std::size_t>(d) * 2 + j];
+        tpwgts[static_cast<std::size_t>(k - 1) * 2 + j] = 1.0f - sum;
+      }
+    }
+  }
   idx_t nvtxs = nv, ncon = 2, nparts = k, objval = 0;
   std::vector<idx_t> part(static_cast<std::size_t>(nv), 0);
-  real_t ubvec[2] = {1.05f, 1.10f};
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = static_cast<idx_t>(seed % 2147483647u);
   options[METIS_OPTION_NUMBERING] = 0;
   if (adjncy.empty()) adjncy.push_back(0), adjwgt.push_back(1);  // METIS dereferences them
   int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, adjwgt.data(), &nparts,
-                               nullptr, ubvec, options, &objval, part.data());
+                               tpwgts.empty() ? nullptr : tpwgts.data(), ubvec, options, &objval, part.data());
   if (rc != METIS_OK) {
     if (note) *note = "k-way failed, recursive bisection used";
     rc = METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, adjwgt.data(),
-                                  &nparts, nullptr, ubvec, options, &objval, part.data());
+                                  &nparts, tpwgts.empty() ? nullptr : tpwgts.data(), ubvec, options, &objval, part.data());
   }
   GO_CHECK(rc == METIS_OK, g.where(), "metis: METIS failed with status ", rc);
   Plan p;

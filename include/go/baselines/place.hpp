@@ -9,7 +9,8 @@
 //   metis    METIS k-way, compute + memory balanced, edge bytes cut           (metis.hpp)
 //   heft     HEFT list scheduling with communication costs                    (list_scheduling.hpp)
 //   m-topo, m-etf, m-sct   Baechi's memory-constrained placers                (list_scheduling.hpp)
-//   random, anneal         search with the simulator, budget in simulations   (search.hpp)
+//   random, anneal         search with the simulator, budget in simulations,  (search.hpp)
+//                          starting from the default and the human plans
 // PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to any plan.
 // Other optimizers (the RL `go` method) join with register_place_method(); a later registration
 // under an existing name replaces it. The registry is process-wide and not synchronised: register
@@ -46,9 +47,17 @@ struct PlaceMethod {
   // Re-run with a smaller memory budget on the device the simulator reports out of memory (see
   // place()); for methods that read DeviceSpec::memory_bytes as their budget.
   bool memory_feedback = false;
+  // The method chooses fusion itself (the RL method): its plan's fusion is kept as it is, and
+  // PlaceOptions::fusion (none/xla) does not apply.
+  bool decides_fusion = false;
 };
 
 namespace detail::base {
+
+// Starting plans of random and anneal: the default plan and the human plan.
+inline std::vector<Plan> search_starts(const OpGraph& g, const Cluster& c, const PlaceOptions& o) {
+  return {default_plan(g), human_plan(g, c, o.expert_split)};
+}
 
 inline std::vector<PlaceMethod> builtin_methods() {
   std::vector<PlaceMethod> m;
@@ -70,13 +79,13 @@ inline std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return m_etf_plan(g, c, &r.note); }, true});
   m.push_back({"m-sct", "Baechi m-SCT: m-ETF with favourite children (greedy approximation of the LP)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult& r) { return m_sct_plan(g, c, &r.note); }, true});
-  m.push_back({"random", "random search over contiguous-block placements and priorities (budget: simulations)",
+  m.push_back({"random", "random search over contiguous-block placements and priorities, from the default and human plans (budget: simulations)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations);
+                 return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
                }});
-  m.push_back({"anneal", "simulated annealing over placement and priority (budget: simulations)",
+  m.push_back({"anneal", "simulated annealing over placement and priority from the better of the default and human plans (budget: simulations)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations);
+                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
                }});
   return m;
 }
@@ -119,28 +128,49 @@ inline const PlaceMethod& find_place_method(const std::string& name) {
   GO_FAIL("unknown method '", name, "' (known: ", place_method_list(), ")");
 }
 
+// Methods with memory_feedback read DeviceSpec::memory_bytes as the budget of Baechi's static memory
+// estimate (detail::base::op_footprint: parameters + outputs + temporary bytes, for the whole
+// step). On large training graphs that estimate exceeds the whole cluster's memory although the
+// graph fits (the simulator frees activations), so every budget overflows and the estimate stops
+// steering placement. place() then scales the budgets up together to 1.05 x the estimate of the
+// whole graph: the estimate spreads memory in proportion to capacity and the simulator (with the
+// memory feedback below) decides whether the plan fits.
+inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
+  double total = 0, sum = 0;
+  for (const Op& o : g.ops()) total += static_cast<double>(detail::base::op_footprint(o));
+  for (const auto& d : c.devices) sum += static_cast<double>(d.spec.memory_bytes);
+  const double scale = 1.05 * total / sum;
+  if (scale <= 1.0) return;
+  for (auto& d : c.devices) d.spec.memory_bytes = static_cast<std::int64_t>(static_cast<double>(d.spec.memory_bytes) * scale);
+}
+
 // Runs optimizer `method`, applies the fusion option, and simulates the plan once. A plan that does
 // not fit comes back with valid = false, status out_of_memory and the simulator's reason; a plan
 // the simulator rejects for another reason is a bug of the method and throws.
 // Memory feedback (methods with memory_feedback: heft, m-topo, m-etf, m-sct): their static memory
-// estimate (parameters + every output) overstates what the simulator keeps live, so on large
-// training graphs it overflows every device and the overflow may land where memory runs out. When
-// the simulated plan is out of memory on device d (needing `need` bytes of `cap`), the method runs
-// again with d's budget multiplied by 0.9 * cap / need, up to 8 times; the retries (each one
-// simulation) count in optimize_seconds and simulations, and the note says how many were made. The
-// first plan that fits is returned, else the last one.
+// estimate (parameters + every output for the whole step) differs from what the simulator keeps
+// live, so a plan may still run a device out of memory. Their budgets are first scaled by
+// scale_budgets_to_estimate(); when the simulated plan is out of memory on device d (needing
+// `need` bytes of `cap`), the method runs again with d's budget set to 0.8 * cap / need times the
+// smaller of its budget and its static load under the plan (detail::base::static_load: footprints
+// + received copies; a budget above the load would change nothing), up to 16 times; the retries
+// (each one simulation) count in optimize_seconds and simulations, and the note says how many were
+// made. The first plan that fits is returned, else the last one.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
+  constexpr int kMaxRetries = 16;
   const PlaceMethod& m = find_place_method(method);
   c.validate();
   PlaceResult r;
   r.method = method;
   const auto t0 = std::chrono::steady_clock::now();
   Cluster work = c;
+  if (m.memory_feedback) scale_budgets_to_estimate(g, work);
   int retries = 0;
   for (;;) {
     r.note.clear();
     r.plan = m.fn(g, work, opts, r);
-    if (opts.fusion == FusionMode::xla) apply_xla_fusion(g, r.plan);
+    if (m.decides_fusion) {
+    } else if (opts.fusion == FusionMode::xla) apply_xla_fusion(g, r.plan);
     else r.plan.fusion.clear();
     // earlier attempts and their simulations are part of the optimization; this attempt's is not
     r.optimize_seconds = detail::base::seconds_since(t0);
@@ -148,7 +178,7 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
     GO_CHECK(bad.empty(), g.where(), method, " produced an invalid plan: ", bad);
     evaluate_plan(g, c, r.plan, r, opts.sim);
     GO_CHECK(r.valid || r.status == SimStatus::out_of_memory, g.where(), method, " produced an invalid plan: ", r.reason);
-    if (r.valid || !m.memory_feedback || retries == 8 || r.problem_device < 0 || r.problem_bytes <= 0) {
+    if (r.valid || !m.memory_feedback || retries == kMaxRetries || r.problem_device < 0 || r.problem_bytes <= 0) {
       if (retries > 0) {
         r.simulations += retries;
         r.note += std::string(r.note.empty() ? "" : "; ") + "memory feedback: " + std::to_string(retries) +
@@ -158,8 +188,12 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
     }
     auto& spec = work.devices[static_cast<std::size_t>(r.problem_device)].spec;
     const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
-    const double f = 0.9 * cap / std::max(cap, static_cast<double>(r.problem_bytes));
-    spec.memory_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(spec.memory_bytes) * f));
+    const double f = 0.8 * cap / std::max(cap, static_cast<double>(r.problem_bytes));
+    // the device's static load under this plan: a budget above it would change nothing
+    const double load = static_cast<double>(
+        detail::base::static_load(g, r.plan.device, c.num_devices())[static_cast<std::size_t>(r.problem_device)]);
+    const double base = std::min(static_cast<double>(spec.memory_bytes), load);
+    spec.memory_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(base * f));
     ++retries;
   }
 }

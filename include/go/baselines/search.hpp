@@ -3,22 +3,25 @@
 // (random search) and `anneal` (simulated annealing). Both reuse one Simulator and one workspace;
 // the budget is the number of simulate() calls (GO gets the same budget).
 //
+// Both start from given plans (place() passes the default plan and the human plan; without any, the
+// default plan), each simulated once within the budget, so they never return something worse than
+// their starting points, and a plan that fits always beats one that does not.
 // Cost of a plan: its step time when valid; out of memory: step time x 2 x (needed / capacity) on
-// the first device that overflowed (so plans closer to fitting rank better, and every plan that
-// fits beats every plan that does not... up to that factor); any other invalid plan: +inf.
+// the first device that overflowed (so plans closer to fitting rank better); any other invalid
+// plan: +inf. Comparisons put every plan that fits before every plan that does not, then by cost.
 //
 // Both work on the depth-first topological order (detail::base::depth_first_topo_order), whose
 // contiguous runs keep chains and branches together.
-// random: the first sample is the default plan (every op on device 0); every further sample cuts
-//   the topological order into m contiguous blocks (m uniform in [1, k], cut points uniform), gives
-//   the blocks distinct random devices, and with probability 1/2 adds random priorities (uniform in
-//   [0, 1) per op). Colocation groups are then enforced. The best sample wins.
-// anneal: starts from the default plan, or from m-TOPO when the default does not fit (the better
-//   of the two by cost; both count in the budget). A move either (p = 0.8) sends a contiguous run of
-//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random
-//   device, or (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
+// random: after the starting plans, every sample cuts the topological order into m contiguous
+//   blocks (m uniform in [1, k], cut points uniform), gives the blocks distinct random devices, and
+//   with probability 1/2 adds random priorities (uniform in [0, 1) per op). Colocation groups are
+//   then enforced. The best sample wins.
+// anneal: starts from the best starting plan. A move either (p = 0.8) sends a contiguous run of
+//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random device, or
+//   (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
 //   n - topological position, which reproduces first-ready order on chains). Metropolis acceptance
-//   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the budget.
+//   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the
+//   budget; while the current plan fits, a move to a plan that does not is always rejected.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,7 +30,6 @@
 #include <vector>
 
 #include "go/baselines/common.hpp"
-#include "go/baselines/list_scheduling.hpp"
 #include "go/core/error.hpp"
 #include "go/core/rng.hpp"
 #include "go/graph/graph.hpp"
@@ -49,34 +51,59 @@ struct SearchEval {
   SearchEval(const OpGraph& graph, const Cluster& cluster, const SimOptions& so)
       : g(graph), c(cluster), sim(graph, cluster, so), ws(sim.make_workspace()) {}
 
-  double cost(const Plan& p) {
+  struct Score {
+    bool valid = false;
+    double cost = std::numeric_limits<double>::infinity();
+    bool operator<(const Score& o) const { return valid != o.valid ? valid : cost < o.cost; }
+  };
+
+  Score score(const Plan& p) {
     ++calls;
     const SimResult& r = sim.simulate(p, ws);
-    if (r.valid) return r.step_time;
+    if (r.valid) return {true, r.step_time};
     if (r.status == SimStatus::out_of_memory && std::isfinite(r.step_time)) {
       const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
-      return r.step_time * 2.0 * std::max(1.0, static_cast<double>(r.problem_bytes) / cap);
+      return {false, r.step_time * 2.0 * std::max(1.0, static_cast<double>(r.problem_bytes) / cap)};
     }
-    return std::numeric_limits<double>::infinity();
+    return {};
+  }
+
+  // Simulates the starting plans (at most `budget`; none given: the default plan) and returns the
+  // best, with its score in `best`.
+  Plan best_start(const std::vector<Plan>& starts, std::int64_t budget, Score& best) {
+    Plan out = Plan::single_device(g.num_ops(), 0);
+    if (starts.empty()) {
+      best = score(out);
+      return out;
+    }
+    for (std::size_t i = 0; i < starts.size() && calls < budget; ++i) {
+      const Score s = score(starts[i]);
+      if (i == 0 || s < best) {
+        best = s;
+        out = starts[i];
+      }
+    }
+    return out;
   }
 };
 
 }  // namespace detail::base
 
 inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
-                               const SimOptions& so = {}, std::int64_t* calls = nullptr) {
+                               const SimOptions& so = {}, std::int64_t* calls = nullptr,
+                               const std::vector<Plan>& starts = {}) {
   GO_CHECK(budget >= 1, "random: the budget must be at least 1 simulation, got ", budget);
   detail::base::SearchEval ev(g, c, so);
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());
   const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
-  Plan best = Plan::single_device(g.num_ops(), 0);
-  double best_cost = ev.cost(best);
+  detail::base::SearchEval::Score best_score;
+  Plan best = ev.best_start(starts, budget, best_score);
   Plan cand;
   std::vector<std::size_t> cuts;
   std::vector<std::int32_t> perm(static_cast<std::size_t>(k));
-  for (std::int64_t it = 1; it < budget; ++it) {
+  while (ev.calls < budget) {
     const auto m = static_cast<std::int32_t>(1 + rng.uniform_int(static_cast<std::uint64_t>(k)));
     cuts.clear();
     for (std::int32_t j = 0; j + 1 < m; ++j) cuts.push_back(static_cast<std::size_t>(rng.uniform_int(n + 1)));
@@ -97,9 +124,9 @@ inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t 
       for (auto& x : cand.priority) x = rng.uniform();
     }
     colocate(g, cand);
-    const double cst = ev.cost(cand);
-    if (cst < best_cost) {
-      best_cost = cst;
+    const auto sc = ev.score(cand);
+    if (sc < best_score) {
+      best_score = sc;
       best = cand;
     }
   }
@@ -108,27 +135,23 @@ inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t 
 }
 
 inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
-                        const SimOptions& so = {}, std::int64_t* calls = nullptr) {
+                        const SimOptions& so = {}, std::int64_t* calls = nullptr, const std::vector<Plan>& starts = {}) {
   GO_CHECK(budget >= 1, "anneal: the budget must be at least 1 simulation, got ", budget);
   detail::base::SearchEval ev(g, c, so);
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());
   const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
-  Plan cur = Plan::single_device(g.num_ops(), 0);
-  double cur_cost = ev.cost(cur);
-  if (!ev.ws.result().valid && budget >= 2 && k > 1) {
-    Plan t = m_topo_plan(g, c);
-    const double tc = ev.cost(t);
-    if (tc < cur_cost) {
-      cur = std::move(t);
-      cur_cost = tc;
-    }
-  }
+  detail::base::SearchEval::Score cur_score;
+  Plan cur = ev.best_start(starts, budget, cur_score);
+  const double cur_cost0 = cur_score.cost;
   Plan best = cur;
-  double best_cost = cur_cost;
-  if (n == 0) return best;
-  const double t0 = std::isfinite(cur_cost) && cur_cost > 0 ? 0.05 * cur_cost : 1e-3;
+  auto best_score = cur_score;
+  if (n == 0 || ev.calls >= budget) {
+    if (calls) *calls = ev.calls;
+    return best;
+  }
+  const double t0 = std::isfinite(cur_cost0) && cur_cost0 > 0 ? 0.05 * cur_cost0 : 1e-3;
   const double t_end = t0 * 1e-3;
   const std::int64_t moves = std::max<std::int64_t>(1, budget - ev.calls);
   const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
@@ -152,14 +175,15 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
       const float sd = static_cast<float>(n) / 10.0f;
       for (std::size_t p = start; p < start + len; ++p) cand.priority[static_cast<std::size_t>(topo[p])] += rng.normal(0.0f, sd);
     }
-    const double cst = ev.cost(cand);
-    const bool accept = cst <= cur_cost ||
-                        (std::isfinite(cst) && rng.uniform_double() < std::exp(-(cst - cur_cost) / temp));
+    const auto sc = ev.score(cand);
+    const bool accept = !(cur_score < sc) ||
+                        (sc.valid == cur_score.valid && std::isfinite(sc.cost) &&
+                         rng.uniform_double() < std::exp(-(sc.cost - cur_score.cost) / temp));
     if (accept) {
       std::swap(cur, cand);
-      cur_cost = cst;
-      if (cur_cost < best_cost) {
-        best_cost = cur_cost;
+      cur_score = sc;
+      if (cur_score < best_score) {
+        best_score = cur_score;
         best = cur;
       }
     }

@@ -5,7 +5,8 @@
 //     dnn-partitioning graph ("nodes" + "edges" with sourceId/destId);
 //   - PipeDream graph.txt (".txt", or a first line "nodeK -- ...");
 //   - ONNX protobuf (".onnx", or anything else that parses as a ModelProto);
-//   - "zoo:<name>": a generated workload (zoo.hpp, zoo_names()) with its default sizes, as a FORWARD
+//   - "zoo:<name>[:<option>=<value>...]": a generated workload (zoo.hpp, zoo_names()) with its default
+//     sizes or the given ones (e.g. zoo:gnmt2:seq=16:batch=32), as a FORWARD
 //     graph like every other source; make_training_graph (`--training`) expands it to the training
 //     graph, whose size is what zoo.hpp documents (gnmt8, transformer_xl8, wavenet4: 40k-100k ops).
 // Errors are go::Error with a one-line message starting with the path.
@@ -73,7 +74,7 @@ inline OpGraph parse_graph(std::string_view data, const std::string& source, Gra
 }
 
 inline OpGraph load_graph(const std::string& path, GraphFormat format = GraphFormat::auto_detect) {
-  if (path.rfind("zoo:", 0) == 0) return make_zoo_graph(std::string_view(path).substr(4));
+  if (path.rfind("zoo:", 0) == 0) return make_zoo_graph_from_spec(std::string_view(path).substr(4));
   return parse_graph(detail::read_file(path), path, format);
 }
 

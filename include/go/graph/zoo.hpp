@@ -1144,6 +1144,39 @@ inline OpGraph make_zoo_graph(std::string_view name, const ZooOptions& opts = {}
   GO_FAIL("zoo:", name, ": unknown zoo workload");
 }
 
+// A zoo workload from a spec "<name>[:<option>=<value>...]", e.g. "gnmt2:seq=16:batch=32" (what
+// follows "zoo:" in a graph path; options as in ZooOptions). Malformed specs are go::Errors.
+inline OpGraph make_zoo_graph_from_spec(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  const std::string_view name = spec.substr(0, colon);
+  ZooOptions o;
+  auto dst = detail::zoo::fields(o);
+  std::string_view rest = colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1);
+  while (colon != std::string_view::npos) {
+    const std::size_t next = rest.find(':');
+    const std::string_view item = rest.substr(0, next);
+    const std::size_t eq = item.find('=');
+    GO_CHECK(eq != std::string_view::npos && eq > 0, "zoo:", spec, ": option '", item,
+             "' must be <option>=<positive integer>, e.g. zoo:gnmt2:seq=16");
+    const std::string_view key = item.substr(0, eq), val = item.substr(eq + 1);
+    std::size_t f = 0;
+    while (f < detail::zoo::kNumFields && detail::zoo::kFieldNames[f] != key) ++f;
+    GO_CHECK(f < detail::zoo::kNumFields, "zoo:", spec, ": unknown option '", key,
+             "' (options: batch, seq, hidden, segments, depth, vocab, image)");
+    std::int64_t v = 0;
+    bool ok = !val.empty() && val.size() <= 12;
+    for (char ch : val) {
+      ok = ok && ch >= '0' && ch <= '9';
+      if (ok) v = v * 10 + (ch - '0');
+    }
+    GO_CHECK(ok, "zoo:", spec, ": option '", key, "' needs a positive integer, got '", val, "'");
+    *dst[f] = v;
+    if (next == std::string_view::npos) break;
+    rest = rest.substr(next + 1);
+  }
+  return make_zoo_graph(name, o);
+}
+
 // Generic expert-style placement for any graph on k devices: forward ops ordered by topological depth
 // (longest path from the inputs, ties by id), cut into k contiguous blocks of equal estimated compute
 // (op_time on a V100); backward/update ops follow their forward op (see the header comment).

@@ -314,7 +314,8 @@ inline Variable ln_linear(const Variable& x, const Variable& gamma, const Variab
                           detail::layer_norm_into(in[0].value(), in[1], in[2], eps, z.f32(), m2.f32(), r2.f32());
                           if (has_bias && in[4].requires_grad()) {
                             bool acc = false;
-                            detail::column_sum_into(g.f32(), n, out, in[4].grad_slot(acc).f32(), acc);
+                            float* slot = in[4].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+                            detail::column_sum_into(g.f32(), n, out, slot, acc);
                           }
                           if (in[3].requires_grad()) {
                             bool acc = false;
@@ -412,12 +413,13 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
     for (std::int64_t i = 0; i < m; ++i) pa[i] = kernels::gelu_f(pp[i]);
     if (in[4].requires_grad()) {
       bool acc = false;
-      detail::column_sum_into(g.f32(), n, out, in[4].grad_slot(acc).f32(), acc);
+      float* slot = in[4].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      detail::column_sum_into(g.f32(), n, out, slot, acc);
     }
     if (in[3].requires_grad()) {  // dW2 = act^T g
       bool acc = false;
-      kernels::gemm(true, false, hid, out, n, 1.f, pa, hid, g.f32(), out, acc ? 1.f : 0.f,
-                    in[3].grad_slot(acc).f32(), out);
+      float* slot = in[3].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      kernels::gemm(true, false, hid, out, n, 1.f, pa, hid, g.f32(), out, acc ? 1.f : 0.f, slot, out);
     }
     // d act = g W2^T (written over the recomputed activation, no longer needed), then
     // d pre = d act * gelu'(pre) in place.
@@ -429,7 +431,8 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
     for (std::int64_t i = 0; i < m; ++i) pd[i] *= kernels::gelu_df(pp[i]);
     if (in[2].requires_grad()) {
       bool acc = false;
-      detail::column_sum_into(pd, n, hid, in[2].grad_slot(acc).f32(), acc);
+      float* slot = in[2].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      detail::column_sum_into(pd, n, hid, slot, acc);
     }
     // the MLP's input: x, or LN(x) recomputed
     Tensor xn = in[0].value();
@@ -559,7 +562,8 @@ inline Variable add_embedding(const Variable& x, const Variable& table, const Te
     const float* pg = g.f32();
     if (in[0].requires_grad()) {
       bool acc = false;
-      detail::write_or_add(in[0].grad_slot(acc).f32(), pg, n * d, acc);
+      float* slot = in[0].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      detail::write_or_add(slot, pg, n * d, acc);
     }
     if (in[1].requires_grad()) {
       bool acc = false;
@@ -609,12 +613,13 @@ inline Variable linear_embedding_relu(const Variable& x, const Variable& W, cons
     const std::int64_t k = in[0].dim(1);
     if (in[2].requires_grad()) {
       bool acc = false;
-      detail::column_sum_into(pd, n, d, in[2].grad_slot(acc).f32(), acc);
+      float* slot = in[2].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      detail::column_sum_into(pd, n, d, slot, acc);
     }
     if (in[1].requires_grad()) {  // dW = x^T dpre
       bool acc = false;
-      kernels::gemm(true, false, k, d, n, 1.f, in[0].value().f32(), k, pd, d, acc ? 1.f : 0.f,
-                    in[1].grad_slot(acc).f32(), d);
+      float* slot = in[1].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
+      kernels::gemm(true, false, k, d, n, 1.f, in[0].value().f32(), k, pd, d, acc ? 1.f : 0.f, slot, d);
     }
     if (in[0].requires_grad()) {  // dx = dpre W^T
       bool acc = false;

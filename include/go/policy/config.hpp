@@ -4,7 +4,8 @@
 //   { "type": "go_policy", "hidden": 128, "sage_layers": 2, "aggregation": "max",
 //     "heads": 4, "segment_length": 128, "memory_length": 128, "causal": true,
 //     "layers_per_task": 1, "ffn_dim": 512, "max_devices": 8, "priority_levels": 8,
-//     "superposition": true, "value_hidden": 128, "head_gain": 0.01, "seed": 1 }
+//     "superposition": true, "value_hidden": 128, "head_gain": 0.01, "anchor": true,
+//     "anchor_bias": 4.0, "seed": 1 }
 //
 // Every key is optional (the defaults above); an unknown key or a value out of
 // range is a go::Error naming it.
@@ -35,6 +36,11 @@ struct PolicyConfig {
   bool superposition = true;        // graph-conditioned gates on every attention block's input
   std::int64_t value_hidden = 128;  // the value head's hidden layer
   float head_gain = 0.01f;          // initial scale of the action heads (near-uniform first policy)
+  // Anchor plan (go/rl/anchor.hpp): the decision of a cheap heuristic per row, read as an input
+  // (device embedding) and as a learned bias on the logit of the anchor's action in each task,
+  // starting at anchor_bias. It breaks the device symmetry and starts PPO at a good plan.
+  bool anchor = true;
+  float anchor_bias = 4.f;
   std::uint64_t seed = 1;           // parameter initialization
 
   kernels::Reduce reduce() const {
@@ -59,6 +65,8 @@ struct PolicyConfig {
     GO_CHECK(priority_levels >= 1, "policy config: \"priority_levels\" is ", priority_levels, ", must be >= 1");
     GO_CHECK(value_hidden >= 1, "policy config: \"value_hidden\" is ", value_hidden, ", must be >= 1");
     GO_CHECK(head_gain > 0.f, "policy config: \"head_gain\" is ", head_gain, ", must be > 0");
+    GO_CHECK(anchor_bias >= 0.f && anchor_bias <= 50.f, "policy config: \"anchor_bias\" is ", anchor_bias,
+             ", must be in [0, 50]");
   }
 
   nlohmann::json to_json() const {
@@ -77,6 +85,8 @@ struct PolicyConfig {
             {"superposition", superposition},
             {"value_hidden", value_hidden},
             {"head_gain", head_gain},
+            {"anchor", anchor},
+            {"anchor_bias", anchor_bias},
             {"seed", seed}};
   }
 
@@ -115,6 +125,10 @@ struct PolicyConfig {
       else if (k == "head_gain") {
         GO_CHECK(v.is_number(), where, ": \"head_gain\" must be a number, got ", v.dump());
         c.head_gain = v.get<float>();
+      } else if (k == "anchor") boolean(c.anchor);
+      else if (k == "anchor_bias") {
+        GO_CHECK(v.is_number(), where, ": \"anchor_bias\" must be a number, got ", v.dump());
+        c.anchor_bias = v.get<float>();
       } else if (k == "seed") {
         GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), where,
                  ": \"seed\" must be a non-negative integer, got ", v.dump());
@@ -122,7 +136,7 @@ struct PolicyConfig {
       } else {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, hidden, sage_layers, aggregation, heads, "
                        "segment_length, memory_length, causal, layers_per_task, ffn_dim, max_devices, "
-                       "priority_levels, superposition, value_hidden, head_gain, seed)");
+                       "priority_levels, superposition, value_hidden, head_gain, anchor, anchor_bias, seed)");
       }
     }
     c.validate();

@@ -21,6 +21,7 @@
 //      that left the group and re-entered it would be a cycle among groups), which is what
 //      go/sim/plan.hpp's check_plan() requires. Groups of one op are reported as -1.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "go/graph/graph.hpp"
 #include "go/policy/features.hpp"
 #include "go/policy/policy.hpp"
+#include "go/sim/plan.hpp"
 
 namespace go::policy {
 
@@ -49,6 +51,49 @@ struct DecodeOptions {
   bool colocate = true;
   std::int64_t search_budget = 4096;
 };
+
+// The op that "fuse into producer" merges v into: the producer of v's first data input; for an op
+// with only control inputs, its first predecessor; -1 for an op without predecessors.
+inline OpId fusion_producer(const OpGraph& g, OpId v) {
+  auto ins = g.inputs(v);
+  if (!ins.empty()) return g.tensor(ins[0]).producer;
+  auto ps = g.pred(v);
+  return ps.empty() ? OpId(-1) : ps[0];
+}
+
+// The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
+// (each must be an integer in [0, priority_levels); a plan without priorities gives level 0
+// everywhere, which the simulator runs first-ready-first-run like no priorities), and "fuse into
+// producer" wherever an op shares a fusion group with its fusion_producer(). decode() of these
+// actions gives back the plan's devices and priorities; its fusion groups are the plan's wherever
+// every group is a chain of such producer links (true of the groups decode() itself builds).
+inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const Plan& p, int priority_levels) {
+  const std::int32_t n = g.num_ops();
+  GO_CHECK(pg.num_nodes == n, g.where(), "actions_from_plan: the policy graph has ", pg.num_nodes,
+           " rows but the graph has ", n, " ops");
+  check_plan_sizes(p, n, "actions_from_plan: ");
+  Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
+  std::int32_t* ad = a.device.data<std::int32_t>();
+  std::int32_t* ap = a.priority.data<std::int32_t>();
+  std::int32_t* af = a.fuse.data<std::int32_t>();
+  for (OpId v = 0; v < n; ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    const std::int32_t r = pg.row_of[i];
+    ad[r] = p.device.empty() ? 0 : p.device[i];
+    if (!p.priority.empty()) {
+      const float level = p.priority[i];
+      GO_CHECK(level >= 0.f && level < static_cast<float>(priority_levels) && level == std::floor(level),
+               "actions_from_plan: priority ", level, " of ", g.label(v), " is not a level in [0, ", priority_levels,
+               ")");
+      ap[r] = static_cast<std::int32_t>(level);
+    }
+    if (!p.fusion.empty() && p.fusion[i] >= 0) {
+      const OpId q = fusion_producer(g, v);
+      af[r] = q >= 0 && p.fusion[static_cast<std::size_t>(q)] == p.fusion[i] ? 1 : 0;
+    }
+  }
+  return a;
+}
 
 inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a, int num_devices,
                        const DecodeOptions& opt = {}) {
@@ -99,16 +144,10 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   std::vector<std::int32_t> target(N, -1); // per unit: the search for which it is a target
   std::vector<OpId> queue;
   auto u = [&](OpId x) { return unit[static_cast<std::size_t>(x)]; };
-  auto producer_of = [&](OpId v) -> OpId {
-    auto ins = g.inputs(v);
-    if (!ins.empty()) return g.tensor(ins[0]).producer;
-    auto ps = g.pred(v);
-    return ps.empty() ? OpId(-1) : ps[0];
-  };
   for (OpId v : topo) {
     if (af[pg.row_of[static_cast<std::size_t>(v)]] != 1) continue;
     ++d.fuse_requested;
-    const OpId p = producer_of(v);
+    const OpId p = fusion_producer(g, v);
     if (p < 0) continue;  // masked by the policy; nothing to fuse into
     if (d.device[static_cast<std::size_t>(p)] != d.device[static_cast<std::size_t>(v)]) {
       ++d.refused_device;

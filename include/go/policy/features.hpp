@@ -13,7 +13,13 @@
 //                           role one-hot (forward, backward, update)
 //   preds    CsrPair        row r's predecessors (as rows), duplicates kept, control edges included
 //   succs    CsrPair        row r's successors
-//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows without a predecessor
+//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows without a predecessor and
+//                           for kinds no compiler fuses into a producer (op_kind_fusible: a
+//                           convolution or matmul starts its own kernel; the simulator would run
+//                           any convex group as one kernel, so this is where realism is enforced)
+//   anchor_*    i32 [n]     optional: the actions of an anchor plan per row (device, priority level,
+//                           fuse into producer), set by set_anchor() (go/rl/anchor.hpp computes them
+//                           for a cluster); the policy reads them when its config has "anchor"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -40,8 +46,35 @@ struct PolicyGraph {
   Tensor numeric;                   // f32 [n, kNumNumericFeatures]
   CsrPair preds, succs;
   Tensor fusion_mask;               // f32 [n, 2]
+  Tensor anchor_device, anchor_priority, anchor_fuse;  // i32 [n] each, or undefined
 
   std::int64_t num_edges() const { return preds.nnz(); }
+  bool has_anchor() const { return anchor_device.defined(); }
+
+  // Sets the anchor actions (rows in topological order). Devices and levels must be >= 0 (the
+  // policy checks them against its device count and levels); fuse must be 0 on rows without a
+  // predecessor.
+  void set_anchor(Tensor device, Tensor priority, Tensor fuse) {
+    auto check = [&](const Tensor& t, const char* what) {
+      GO_CHECK(t.defined() && t.dtype() == DType::i32 && t.numel() == num_nodes, "PolicyGraph '", name, "': anchor ",
+               what, " must be i32 [", num_nodes, "], got ", t.defined() ? t.describe() : std::string("(undefined)"));
+      const std::int32_t* p = t.data<std::int32_t>();
+      for (std::int64_t r = 0; r < num_nodes; ++r)
+        GO_CHECK(p[r] >= 0, "PolicyGraph '", name, "': negative anchor ", what, " ", p[r], " on row ", r);
+    };
+    check(device, "device");
+    check(priority, "priority");
+    check(fuse, "fusion");
+    for (std::int64_t r = 0; r < num_nodes; ++r) {
+      const std::int32_t f = fuse.data<std::int32_t>()[r];
+      GO_CHECK(f == 0 || (f == 1 && fusion_mask.f32()[r * 2 + 1] == 0.f), "PolicyGraph '", name,
+               "': anchor fusion action ", f, " on row ", r, " (must be 0 or 1, and 0 without a predecessor)");
+    }
+    anchor_device = std::move(device);
+    anchor_priority = std::move(priority);
+    anchor_fuse = std::move(fuse);
+  }
+  void clear_anchor() { anchor_device = anchor_priority = anchor_fuse = Tensor(); }
 
   // From an op graph: rows in g.topo_order().
   static PolicyGraph from_graph(const OpGraph& g) {
@@ -124,8 +157,9 @@ struct PolicyGraph {
     succs = CsrPair::from_edges(num_nodes, num_nodes, src, dst);
     fusion_mask = Tensor::zeros(Shape{num_nodes, 2});
     const std::int64_t* rp = preds.fwd.row_ptr.data<std::int64_t>();
+    const std::int32_t* k = kinds.data<std::int32_t>();
     for (std::int64_t r = 0; r < num_nodes; ++r)
-      if (rp[r + 1] == rp[r]) fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
+      if (rp[r + 1] == rp[r] || !op_kind_fusible(static_cast<OpKind>(k[r]))) fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
   }
 };
 

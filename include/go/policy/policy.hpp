@@ -9,6 +9,8 @@
 //   priority:   z_s = Blocks_s(z_p + A_dev[a_p])  logits_s = LN(z_s) W_s + b_s              [n, P]
 //   fusion:     z_f = Blocks_f(z_s + A_pri[a_s])  logits_f = LN(z_f) W_f + b_f + mask       [n, 2]
 //   value       = W_2 relu(W_1 [c, mean(E_dev[:D])] + b_1) + b_2                           [1, 1]
+// With an anchor plan (config "anchor", PolicyGraph::set_anchor): h0 += E_anc[anchor device], and
+// each task's logits get + b_t on the anchor's action (b learned, starting at "anchor_bias").
 //
 // Blocks are pre-norm segment-recurrent attention blocks (go/nn/segment_attention.hpp); each
 // task has its own, and each task reads the previous task's hidden states plus the embedding
@@ -108,6 +110,10 @@ class GoPolicy : public nn::Module {
     value1_ = register_module("value.fc1",
                               std::make_shared<nn::Dense>(2 * d, cfg_.value_hidden, rng, nn::Activation::relu));
     value2_ = register_module("value.fc2", std::make_shared<nn::Dense>(cfg_.value_hidden, 1, rng));
+    if (cfg_.anchor) {  // registered last: the other parameters draw the same values with or without
+      anchor_device_ = register_module("anchor.device", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
+      anchor_bias_ = register_parameter("anchor.bias", Tensor::full(Shape{1, 3}, cfg_.anchor_bias));
+    }
   }
 
   const PolicyConfig& config() const { return cfg_; }
@@ -116,6 +122,7 @@ class GoPolicy : public nn::Module {
   Variable encode(const PolicyGraph& g) const {
     check_graph(g);
     Variable x = nn::linear_embedding_relu(Variable(g.numeric), input_->weight(), input_->bias(), kind_->table(), g.kinds);
+    if (uses_anchor(g)) x = anchor_device_->add_to(x, g.anchor_device);
     return sage_->forward(x, g.preds, g.succs);
   }
 
@@ -153,16 +160,19 @@ class GoPolicy : public nn::Module {
     Variable dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
     Variable q = head(zp, 0, *device_query_);
     out.device_logits = scale(matmul(q, dev, false, true), 1.f / std::sqrt(static_cast<float>(d)));
+    if (uses_anchor(g)) out.device_logits = anchored(out.device_logits, g.anchor_device, num_devices, 0);
     out.actions.device = choose(out.device_logits, given ? &given->device : nullptr);
 
     // priority
     Variable zs = run_blocks(1, device_action_->add_to(zp, out.actions.device));
     out.priority_logits = head(zs, 1, *priority_head_);
+    if (uses_anchor(g)) out.priority_logits = anchored(out.priority_logits, g.anchor_priority, cfg_.priority_levels, 1);
     out.actions.priority = choose(out.priority_logits, given ? &given->priority : nullptr);
 
     // fusion
     Variable zf = run_blocks(2, priority_action_->add_to(zs, out.actions.priority));
     out.fusion_logits = nn::add_same(head(zf, 2, *fusion_head_), Variable(g.fusion_mask));
+    if (uses_anchor(g)) out.fusion_logits = anchored(out.fusion_logits, g.anchor_fuse, 2, 2);
     out.actions.fuse = choose(out.fusion_logits, given ? &given->fuse : nullptr);
 
     out.log_prob_device = categorical_log_prob(out.device_logits, out.actions.device);
@@ -200,6 +210,20 @@ class GoPolicy : public nn::Module {
   Variable head(const Variable& z, int task, const nn::Dense& dense) const {
     return nn::ln_linear(z, final_ln_[task]->gamma(), final_ln_[task]->beta(), dense.weight(), dense.bias());
   }
+  bool uses_anchor(const PolicyGraph& g) const { return cfg_.anchor && g.has_anchor(); }
+  // logits + bias[task] * onehot(anchor): the anchor's action gets a learned head start.
+  Variable anchored(const Variable& logits, const Tensor& anchor, std::int64_t width, int task) const {
+    const std::int64_t n = anchor.numel();
+    Tensor onehot = Tensor::zeros(Shape{n, width});
+    const std::int32_t* a = anchor.data<std::int32_t>();
+    float* o = onehot.f32();
+    for (std::int64_t r = 0; r < n; ++r) {
+      GO_CHECK(a[r] < width, "GoPolicy: anchor action ", a[r], " of row ", r, " out of range [0, ", width,
+               ") (task ", task, "; was the anchor computed for another cluster or policy config?)");
+      o[r * width + a[r]] = 1.f;
+    }
+    return logits + mul(Variable(onehot), slice(anchor_bias_, 1, task, task + 1));
+  }
   void check_graph(const PolicyGraph& g) const {
     const std::int64_t n = g.num_nodes;
     GO_CHECK(n >= 1, "GoPolicy: graph '", g.name, "' has no nodes");
@@ -236,6 +260,8 @@ class GoPolicy : public nn::Module {
   std::shared_ptr<nn::Superposition> superposition_;
   std::shared_ptr<nn::Dense> device_query_, priority_head_, fusion_head_, value1_, value2_;
   std::shared_ptr<nn::Embedding> devices_, device_action_, priority_action_;
+  std::shared_ptr<nn::Embedding> anchor_device_;  // with cfg.anchor
+  Variable anchor_bias_;                          // [1, 3]: device, priority, fusion
 };
 
 }  // namespace go::policy

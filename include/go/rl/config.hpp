@@ -29,6 +29,8 @@
 //                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
 //     "training": false,           // expand each graph into its training graph first (make_training_graph)
 //     "colocate": true,            // decoding honours colocation groups
+//     "anchor_placements": "default,human,metis,m-etf,m-sct",  // placements the anchor plan is chosen from
+//                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -75,6 +77,7 @@ struct TrainConfig {
   double oom_excess_penalty = 1.0;
   bool training = false;
   bool colocate = true;
+  std::string anchor_placements = "default,human,metis,m-etf,m-sct";
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -110,6 +113,19 @@ struct TrainConfig {
              " must be below \"min_valid_reward\" ", min_valid_reward);
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
     GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
+    {
+      std::size_t b = 0, items = 0;
+      while (b <= anchor_placements.size()) {
+        const std::size_t e = std::min(anchor_placements.find(',', b), anchor_placements.size());
+        const std::string m = anchor_placements.substr(b, e - b);
+        GO_CHECK(m == "default" || m == "human" || m == "metis" || m == "m-etf" || m == "m-sct",
+                 "train config: \"anchor_placements\" has '", m,
+                 "', expected a comma-separated list of default, human, metis, m-etf, m-sct");
+        ++items;
+        b = e + 1;
+      }
+      GO_CHECK(items > 0, "train config: \"anchor_placements\" is empty");
+    }
     GO_CHECK(checkpoint_every >= 0, "train config: \"checkpoint_every\" is ", checkpoint_every, ", must be >= 0");
   }
 
@@ -143,6 +159,7 @@ struct TrainConfig {
             {"oom_excess_penalty", oom_excess_penalty},
             {"training", training},
             {"colocate", colocate},
+            {"anchor_placements", anchor_placements},
             {"threads", threads},
             {"checkpoint_every", checkpoint_every},
             {"seed", seed}};
@@ -201,6 +218,7 @@ struct TrainConfig {
       else if (k == "oom_excess_penalty") number(c.oom_excess_penalty);
       else if (k == "training") boolean(c.training);
       else if (k == "colocate") boolean(c.colocate);
+      else if (k == "anchor_placements") string(c.anchor_placements);
       else if (k == "threads") integer(c.threads);
       else if (k == "checkpoint_every") integer(c.checkpoint_every);
       else if (k == "seed") {
@@ -211,7 +229,7 @@ struct TrainConfig {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, threads, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, threads, "
                        "checkpoint_every, seed)");
       }
     }

@@ -24,7 +24,9 @@
 //      + value_coef * (V - r)^2, rho = exp(log pi - log pi_old) per op row (ratio "node") or for
 //      the whole plan (ratio "plan"); global-norm clipping and Adam at the update's learning
 //      rate; the epochs stop early once the approximate KL exceeds 1.5 x target_kl;
-//   7. the best valid plan ever simulated is kept per graph: it is the optimizer's answer.
+//   7. the best valid plan ever simulated is kept per graph: it is the optimizer's answer. With an
+//      anchored policy (config policy.anchor, go/rl/anchor.hpp) the anchor plan, which a fresh
+//      policy decodes greedily, is the first best plan (update 0).
 //
 // Checkpoints (save_checkpoint/load_checkpoint) are one go-parameters file (written atomically):
 // the policy parameters ("policy/<name>"), Adam's moments ("adam.m/<name>", "adam.v/<name>"),
@@ -32,6 +34,21 @@
 // reference time, the EMA baseline, the best plan and the counters. The random streams are
 // functions of (seed, update), so no generator state needs saving: a resumed run ends with
 // parameters bit-identical to an uninterrupted one (with the same thread-independent kernels).
+//
+// Distributed training (set_communicator, go/rl/distributed.hpp; MPI in go/rl/mpi.hpp): R ranks
+// run the same updates in lockstep and hold identical parameters (set_communicator broadcasts rank
+// 0's parameters and Adam moments). The samples of an update are the same for every R: rank r
+// samples and simulates the contiguous share [N r / R, N (r + 1) / R) of the update's N samples
+// (ordered graph by graph, so in pre-training a rank sees a share of the graphs) with the same
+// random streams as above; the owners then broadcast the actions and old log-probabilities, and
+// one allreduce gathers every sample's reward, value, validity and step time, so each rank
+// computes the same rewards, advantages, counters and best plans (a rank that did not simulate
+// the new best plan decodes it from the actions). In the epochs, every rank shuffles the same way;
+// position p of a minibatch is back-propagated by rank p mod R with the same 1 / minibatch weight,
+// and one allreduce sums the gradients before the clipping and Adam, so all ranks take the same
+// step. The statistics (and the per-epoch KL of the early stop) are summed over ranks too. One
+// rank and R ranks thus differ only in the order in which floats are summed. Only rank 0 writes
+// checkpoints (save_checkpoint is a no-op elsewhere); on resume every rank loads the checkpoint.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -61,10 +78,12 @@
 #include "go/nn/serialize.hpp"
 #include "go/optim/adam.hpp"
 #include "go/policy/decode.hpp"
+#include "go/rl/anchor.hpp"
 #include "go/policy/features.hpp"
 #include "go/policy/policy.hpp"
 #include "go/policy/to_plan.hpp"
 #include "go/rl/config.hpp"
+#include "go/rl/distributed.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
@@ -87,6 +106,8 @@ struct GraphTask {
   Plan best_plan;
   std::int64_t best_update = -1;       // the update that found it
   std::int64_t samples = 0, invalid = 0;
+  std::string anchor;                  // the anchor plan's heuristics ("" without an anchor)
+  double anchor_step_time = kInf;      // its step time (+inf: out of memory)
   std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
 };
 
@@ -176,6 +197,7 @@ class PpoTrainer {
       t->pg = policy::PolicyGraph::from_graph(g);
       t->sim = std::make_unique<Simulator>(g, cluster_);
       set_reference(*t);
+      if (cfg_.policy.anchor) init_anchor(*t);
       tasks_.push_back(std::move(t));
     }
     params_ = policy_->parameters();
@@ -194,6 +216,25 @@ class PpoTrainer {
     cfg_.updates = n;
   }
   void set_threads(int n) { cfg_.threads = std::max(0, n); }
+  // Makes this trainer one rank of a distributed run (go/rl/distributed.hpp; the header comment
+  // above). Call on every rank with the same graphs, cluster and config, after load_checkpoint
+  // when resuming and before the first update: rank 0's parameters and Adam moments are broadcast
+  // to all ranks, and ranks at a different update (or Adam step) than rank 0 fail.
+  void set_communicator(std::shared_ptr<Communicator> comm) {
+    comm_ = comm ? std::move(comm) : local_communicator();
+    if (comm_->size() == 1) return;
+    std::vector<Tensor> state;
+    for (const auto& p : params_) state.push_back(p.value());
+    for (const auto& m : adam_->first_moments()) state.push_back(m);
+    for (const auto& v : adam_->second_moments()) state.push_back(v);
+    broadcast_values(*comm_, state, 0);
+    std::int64_t counters[2] = {updates_done_, static_cast<std::int64_t>(adam_->step_count())};
+    comm_->broadcast(counters, sizeof counters, 0);
+    GO_CHECK(counters[0] == updates_done_ && counters[1] == adam_->step_count(), "ppo: rank ", comm_->rank(),
+             " is at update ", updates_done_, " (Adam step ", adam_->step_count(), "), rank 0 at update ", counters[0],
+             " (Adam step ", counters[1], "): every rank must load the same checkpoint");
+  }
+  const Communicator& communicator() const { return *comm_; }
   const Cluster& cluster() const { return cluster_; }
   std::shared_ptr<policy::GoPolicy> policy() const { return policy_; }
   std::int64_t updates_done() const { return updates_done_; }
@@ -254,43 +295,48 @@ class PpoTrainer {
       Tensor old_log_prob;    // [n]
       double value = 0;
       Plan plan;
-      SimResult result;
+      SimResult result;       // (only on the rank that simulated it)
       double reward = 0, advantage = 0;
+      bool valid = false;
+      double step_time = kInf;
     };
-    std::vector<Sample> samples;
-    samples.reserve(sel.size() * static_cast<std::size_t>(K));
+    // sample j = a * K + k is graph sel[a]'s k-th; rank r samples and simulates [share(r), share(r + 1))
+    const int rank = comm_->rank(), nranks = comm_->size();
+    const std::size_t N = sel.size() * static_cast<std::size_t>(K);
+    auto share = [&](int r) { return N * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks); };
+    const std::size_t own_begin = share(rank), own_end = share(rank + 1);
+    std::vector<Sample> samples(N);
     {
       NoGradGuard ng;
-      for (std::size_t gi : sel) {
+      for (std::size_t j = own_begin; j < own_end; ++j) {
+        const std::size_t gi = sel[j / static_cast<std::size_t>(K)];
+        const std::uint64_t k = j % static_cast<std::size_t>(K);
         const GraphTask& t = *tasks_[gi];
-        for (int k = 0; k < K; ++k) {
-          Rng r = urng.fork((static_cast<std::uint64_t>(gi) << 32) | static_cast<std::uint64_t>(k));
-          auto out = policy_->forward(t.pg, nd, policy::Decode::sample, nullptr, &r);
-          Sample s;
-          s.graph = gi;
-          s.actions = out.actions;
-          s.old_log_prob = out.log_prob.value().clone();
-          s.value = out.value.value().item();
-          samples.push_back(std::move(s));
-        }
+        Rng r = urng.fork((static_cast<std::uint64_t>(gi) << 32) | k);
+        auto out = policy_->forward(t.pg, nd, policy::Decode::sample, nullptr, &r);
+        Sample& s = samples[j];
+        s.graph = gi;
+        s.actions = out.actions;
+        s.old_log_prob = out.log_prob.value().clone();
+        s.value = out.value.value().item();
       }
     }
 
     // 3. decode + simulate in parallel
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(samples.size())));
+    const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(own_end - own_begin)));
     for (std::size_t gi : sel) {
       auto& ws = tasks_[gi]->workspaces;
       while (static_cast<int>(ws.size()) < nthreads) ws.emplace_back();
     }
     {
-      std::atomic<std::size_t> next{0};
+      std::atomic<std::size_t> next{own_begin};
       std::vector<std::string> errors(static_cast<std::size_t>(nthreads));
       auto work = [&](int tid) {
         try {
           for (;;) {
             const std::size_t j = next.fetch_add(1);
-            if (j >= samples.size()) break;
+            if (j >= own_end) break;
             Sample& s = samples[j];
             GraphTask& t = *tasks_[s.graph];
             auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
@@ -307,26 +353,65 @@ class PpoTrainer {
       work(0);
       for (auto& th : pool) th.join();
       for (const auto& e : errors) GO_CHECK(e.empty(), "ppo: simulation failed: ", e);
+      for (std::size_t j = own_begin; j < own_end; ++j) {
+        Sample& s = samples[j];
+        s.reward = reward(s.graph, s.result);
+        s.valid = s.result.valid;
+        s.step_time = s.result.step_time;
+      }
+    }
+    if (nranks > 1) {  // every rank gets every sample: actions from their owners, outcomes by one allreduce
+      std::vector<double> outcome(4 * N, 0.0);
+      for (int r = 0; r < nranks; ++r)
+        for (std::size_t j = share(r); j < share(r + 1); ++j) {
+          Sample& s = samples[j];
+          s.graph = sel[j / static_cast<std::size_t>(K)];
+          broadcast_tensor(*comm_, s.actions.device, r);
+          broadcast_tensor(*comm_, s.actions.priority, r);
+          broadcast_tensor(*comm_, s.actions.fuse, r);
+          broadcast_tensor(*comm_, s.old_log_prob, r);
+          if (r == rank) {
+            outcome[4 * j] = s.reward;
+            outcome[4 * j + 1] = s.value;
+            outcome[4 * j + 2] = s.valid ? 1.0 : 0.0;
+            outcome[4 * j + 3] = s.valid ? s.step_time : 0.0;
+          }
+        }
+      comm_->allreduce_sum(outcome.data(), outcome.size());
+      for (std::size_t j = 0; j < N; ++j) {
+        Sample& s = samples[j];
+        s.reward = outcome[4 * j];
+        s.value = outcome[4 * j + 1];
+        s.valid = outcome[4 * j + 2] > 0.5;
+        s.step_time = s.valid ? outcome[4 * j + 3] : kInf;
+      }
     }
 
     // 4. rewards, best plans; 5. advantages
     double sum_r = 0;
     st.max_reward = -kInf;
     std::int64_t invalid = 0;
-    for (Sample& s : samples) {
+    std::vector<std::size_t> new_best;  // samples that improved their graph's best plan
+    for (std::size_t j = 0; j < N; ++j) {
+      Sample& s = samples[j];
       GraphTask& t = *tasks_[s.graph];
-      s.reward = reward(s.graph, s.result);
       sum_r += s.reward;
       st.max_reward = std::max(st.max_reward, s.reward);
       ++t.samples;
-      if (!s.result.valid) {
+      if (!s.valid) {
         ++t.invalid;
         ++invalid;
-      } else if (s.result.step_time < t.best_step_time) {
-        t.best_step_time = s.result.step_time;
-        t.best_plan = s.plan;
+      } else if (s.step_time < t.best_step_time) {
+        t.best_step_time = s.step_time;
         t.best_update = u + 1;
+        new_best.push_back(j);
       }
+    }
+    for (std::size_t j : new_best) {  // the last improvement of a graph is its best
+      const Sample& s = samples[j];
+      GraphTask& t = *tasks_[s.graph];
+      if (t.best_step_time != s.step_time) continue;
+      t.best_plan = j >= own_begin && j < own_end ? s.plan : plan_of(t, s.actions);
     }
     st.samples = static_cast<std::int64_t>(samples.size());
     st.mean_reward = sum_r / static_cast<double>(samples.size());
@@ -335,8 +420,8 @@ class PpoTrainer {
       double sum_t = 0;
       int nv = 0;
       for (const Sample& s : samples)
-        if (s.graph == sel[0] && s.result.valid) {
-          sum_t += s.result.step_time;
+        if (s.graph == sel[0] && s.valid) {
+          sum_t += s.step_time;
           ++nv;
         }
       st.mean_step_time = nv ? sum_t / nv : kInf;
@@ -378,8 +463,7 @@ class PpoTrainer {
       st.explained_variance = vr > 0 ? 1.0 - vd / vr : 0.0;
     }
 
-    // 6. epochs of minibatch updates
-    const std::size_t N = samples.size();
+    // 6. epochs of minibatch updates (position p of a minibatch on rank p mod R)
     const std::size_t mb = std::min<std::size_t>(N, static_cast<std::size_t>(cfg_.minibatch));
     const float clip = static_cast<float>(cfg_.clip);
     double ent_sum = 0, pl_sum = 0, vl_sum = 0, kl_sum = 0, cf_sum = 0, gn_sum = 0;
@@ -394,7 +478,7 @@ class PpoTrainer {
         const std::size_t end = std::min(N, start + mb);
         const float w = 1.f / static_cast<float>(end - start);
         policy_->zero_grad();
-        for (std::size_t j = start; j < end; ++j) {
+        for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks)) {
           const Sample& s = samples[order[j]];
           const GraphTask& t = *tasks_[s.graph];
           auto out = policy_->forward(t.pg, nd, policy::Decode::given, &s.actions);
@@ -436,12 +520,20 @@ class PpoTrainer {
           cf_sum += cf;
           ++n_fwd;
         }
+        allreduce_gradients(*comm_, params_, grad_buffer_);
         gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
         adam_->step();
         ++n_steps;
       }
       st.epochs_run = e + 1;
+      if (nranks > 1) kl_epoch = comm_->allreduce_sum(kl_epoch);
       if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(N) > 1.5 * cfg_.target_kl) break;
+    }
+    if (nranks > 1) {
+      double sums[6] = {ent_sum, pl_sum, vl_sum, kl_sum, cf_sum, static_cast<double>(n_fwd)};
+      comm_->allreduce_sum(sums, 6);
+      ent_sum = sums[0], pl_sum = sums[1], vl_sum = sums[2], kl_sum = sums[3], cf_sum = sums[4];
+      n_fwd = static_cast<std::int64_t>(sums[5]);
     }
     st.entropy = ent_sum / static_cast<double>(n_fwd);
     st.policy_loss = pl_sum / static_cast<double>(n_fwd);
@@ -465,7 +557,9 @@ class PpoTrainer {
 
   // ---- checkpoints --------------------------------------------------------------------------
 
+  // Writes the checkpoint on rank 0; does nothing on the other ranks of a distributed run.
   void save_checkpoint(const std::string& path) const {
+    if (comm_->rank() != 0) return;
     NamedTensors t;
     const auto named = policy_->named_parameters();
     for (const auto& [n, p] : named) t.emplace_back("policy/" + n, p.value());
@@ -591,6 +685,19 @@ class PpoTrainer {
     return policy::to_plan(policy::decode(*t.graph, t.pg, a, cluster_.num_devices(), o));
   }
 
+  // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
+  void init_anchor(GraphTask& t) const {
+    const Anchor a = set_anchor(*t.graph, t.pg, cluster_, *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
+                                cfg_.anchor_placements);
+    t.anchor = a.describe();
+    t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
+    if (a.result.valid) {
+      t.best_step_time = a.result.step_time;
+      t.best_plan = a.plan;
+      t.best_update = 0;
+    }
+  }
+
   void set_reference(GraphTask& t) const {
     const SimResult d = t.sim->simulate(Plan{});
     if (d.valid && std::isfinite(d.step_time) && d.step_time > 0) {
@@ -623,6 +730,8 @@ class PpoTrainer {
   std::vector<Variable> params_;
   std::unique_ptr<Adam> adam_;
   std::int64_t updates_done_ = 0;
+  std::shared_ptr<Communicator> comm_ = local_communicator();
+  std::vector<float> grad_buffer_;  // the gradients of all parameters, for the allreduce
 };
 
 // A policy from a file written by GoPolicy::save_policy or PpoTrainer::save_checkpoint.

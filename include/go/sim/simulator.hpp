@@ -68,6 +68,12 @@
 // or one packed binary heap per device keyed by one integer (priority bits, then ready order). All
 // of these orders are total, so the heaps' shapes never change a result. The workspace's arrays are
 // sized once (transfers: at most one per edge) and the loop uses raw pointers and local counters.
+// What starting an unfused op reads (cost, traffic, allocation, kernel) is one record per (device
+// kind, op), precomputed with the Simulator; a unit's start and finish times share a line. A fused
+// plan pays only for its groups of two or more ops: their membership (a bit per op, small enough to
+// stay in L1), leaders, members and costs are built per plan and undone at the next one, while lone
+// ops use the unfused data. Events that leave no device to dispatch are handled back to back,
+// without a round of the main loop.
 //
 // ---- Where this differs from the anchors ---------------------------------------------------------
 // Baechi (virtual_scheduler.py): same per-device compute queue and each-tensor-once-per-device rule;
@@ -245,8 +251,8 @@ class SimWorkspace {
   // The unit (first op of its fusion group in topological order, or the op itself) that ran `op`.
   OpId unit_of(OpId op) const { return fused_ ? leader_[static_cast<std::size_t>(op)] : op; }
   // Start and completion of an op's unit in the last simulation (-1 when it did not run).
-  double start_time(OpId op) const { return start_[static_cast<std::size_t>(unit_of(op))]; }
-  double finish_time(OpId op) const { return finish_[static_cast<std::size_t>(unit_of(op))]; }
+  double start_time(OpId op) const { return times_[2 * static_cast<std::size_t>(unit_of(op))]; }
+  double finish_time(OpId op) const { return times_[2 * static_cast<std::size_t>(unit_of(op)) + 1]; }
   std::span<const TransferRecord> transfers() const { return {xfers_.data(), static_cast<std::size_t>(nxfers_)}; }
   // Off by default; when on, every memory change is appended (this allocates).
   void set_record_memory(bool on) { record_memory_ = on; }
@@ -272,18 +278,37 @@ class SimWorkspace {
     std::uint32_t seq;
     std::int32_t src;
   };
+  struct UnitStart {  // what starting a unit needs
+    double cost;          // seconds
+    double traffic;       // bytes read and written in device memory
+    std::int64_t alloc;   // outputs + scratch allocated at its start
+    std::int64_t kernel;  // 1 when it launches a kernel
+  };
 
   std::int32_t n_ = -1, m_ = -1, nt_ = -1, ndev_ = -1, ncoloc_ = -1;
   bool fused_ = false;
   bool record_memory_ = false;
   std::uint32_t epoch_ = 0;
   std::vector<std::int32_t> pending_;
-  std::vector<double> start_, finish_;
-  std::vector<std::int32_t> leader_, mem_off_, mem_list_, first_of_, scratch_;
-  std::vector<double> ucost_, utraffic_;
-  std::vector<std::int64_t> ualloc_, utemp_, usink_;
-  std::vector<std::uint8_t> ukernel_;
-  std::vector<float> uprio_;
+  std::vector<double> times_;  // per unit: start, finish
+  // Fusion (a group: the ops of one fusion id when there are two or more). Between simulations
+  // leader_[v] == v and grp_[v] == -1 except for the last fused plan's groups: their non-leader ops
+  // gops_[0, ngops_) and leaders glead_[0, ngroups_), so a plan pays only for its groups. Group g
+  // (grp_[L] == g for its leader L) has its ops in gmem_list_[gmem_off_[g], gmem_off_[g + 1])
+  // (topological order) and its costs. first_of_[f] = (fepoch_ << 32) | the first op of fusion id f
+  // seen in this plan (stale epochs count as unseen).
+  // gbits_: a bit per op, set for the ops of groups (small enough to stay in L1, so lone ops
+  // cost no leader_/grp_ look-ups).
+  std::vector<std::int32_t> leader_, grp_, gops_, glead_, scratch_, path_;
+  std::vector<std::uint64_t> gbits_;
+  std::int32_t ngops_ = 0, ngroups_ = 0;
+  std::vector<std::uint64_t> first_of_;
+  std::uint32_t fepoch_ = 0;
+  std::vector<std::int32_t> gmem_off_, gmem_list_;
+  std::vector<UnitStart> gstart_;
+  std::vector<std::int64_t> grelease_;
+  std::vector<float> gprio_;
+  std::vector<std::int32_t> dev_count_;  // ops per device of the plan
   std::vector<std::uint64_t> stamp_;
   std::vector<std::int32_t> refs_;
   std::vector<std::int32_t> edge_copy_;
@@ -360,10 +385,13 @@ class Simulator {
   std::vector<std::uint8_t> kernel_, roof_;     // launches a kernel; costed by the roofline
   std::vector<double> traffic_;
   std::vector<std::int64_t> alloc_, temp_, param_, sink_;
+  std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start
+  std::vector<std::int64_t> release_;               // an unfused op's scratch + unread outputs
   std::vector<std::int32_t> in_off_, in_src_, in_tensor_, in_deg_;
   std::vector<std::int32_t> out_off_, out_dst_, out_tensor_, out_in_edge_;
   std::vector<std::int64_t> tbytes_;
   std::vector<std::int32_t> tcons_;
+  std::vector<std::int32_t> trun_end_;  // per tensor: the end of its run in its producer's out-edges
   std::vector<std::int32_t> topo_, sources_, zeros_, coloc_;
   std::vector<double> xlat_, xinv_bw_;
   std::vector<std::int64_t> capacity_;
@@ -524,6 +552,18 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     }
   capacity_.resize(nd);
   for (std::size_t d = 0; d < nd; ++d) capacity_[d] = cluster_.devices[d].spec.memory_bytes;
+  ustart_.resize(nkinds_ * n);
+  release_.resize(n);
+  for (std::size_t k = 0; k < nkinds_; ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      ustart_[k * n + i] = SimWorkspace::UnitStart{cost_[k * n + i], traffic_[i], alloc_[i], kernel_[i]};
+  for (std::size_t i = 0; i < n; ++i) release_[i] = temp_[i] + sink_[i];
+  trun_end_.assign(static_cast<std::size_t>(nt_), 0);
+  for (std::int32_t k = 0; k < m_; ++k) {
+    const std::int32_t t = out_tensor_[static_cast<std::size_t>(k)];
+    if (t >= 0 && (k == m_ - 1 || out_tensor_[static_cast<std::size_t>(k) + 1] != t))
+      trun_end_[static_cast<std::size_t>(t)] = k + 1;
+  }
 }
 
 inline void Simulator::prepare(SimWorkspace& ws) const {
@@ -537,20 +577,25 @@ inline void Simulator::prepare(SimWorkspace& ws) const {
   ws.ncoloc_ = ncoloc_;
   ws.fused_ = false;
   ws.pending_.assign(n, 0);
-  ws.start_.assign(n, -1.0);
-  ws.finish_.assign(n, -1.0);
-  ws.leader_.assign(n, 0);
-  ws.mem_off_.assign(n + 1, 0);
-  ws.mem_list_.assign(n, 0);
-  ws.first_of_.assign(n, -1);
+  ws.times_.assign(2 * n, -1.0);
+  ws.leader_.resize(n);
+  for (std::size_t v = 0; v < n; ++v) ws.leader_[v] = static_cast<std::int32_t>(v);
+  ws.grp_.assign(n, -1);
+  ws.gbits_.assign(n / 64 + 1, 0);
+  ws.gops_.assign(n, 0);
+  ws.glead_.assign(n / 2 + 1, 0);
+  ws.ngops_ = ws.ngroups_ = 0;
+  ws.first_of_.assign(n, 0);
+  ws.fepoch_ = 0;
   ws.scratch_.assign(n, 0);
-  ws.ucost_.assign(n, 0);
-  ws.utraffic_.assign(n, 0);
-  ws.ualloc_.assign(n, 0);
-  ws.utemp_.assign(n, 0);
-  ws.usink_.assign(n, 0);
-  ws.ukernel_.assign(n, 0);
-  ws.uprio_.assign(n, 0);
+  ws.path_.assign(n, 0);
+  // a group has two or more ops: at most n / 2 of them
+  ws.gmem_off_.assign(n / 2 + 2, 0);
+  ws.gmem_list_.assign(n, 0);
+  ws.gstart_.assign(n / 2 + 1, {});
+  ws.grelease_.assign(n / 2 + 1, 0);
+  ws.gprio_.assign(n / 2 + 1, 0);
+  ws.dev_count_.assign(nd, 0);
   ws.stamp_.assign(static_cast<std::size_t>(nt_), 0);
   ws.epoch_ = 0;
   ws.refs_.assign(static_cast<std::size_t>(nt_), 0);
@@ -609,13 +654,14 @@ inline const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) 
     r.valid = false;
     r.status = s;
     r.step_time = std::numeric_limits<double>::infinity();
-    std::fill(ws.start_.begin(), ws.start_.end(), -1.0);
-    std::fill(ws.finish_.begin(), ws.finish_.end(), -1.0);
+    std::fill(ws.times_.begin(), ws.times_.end(), -1.0);
     return r;
   };
   // placement and priorities
   const float* prio = plan.priority.empty() ? nullptr : plan.priority.data();
   std::int64_t* resident = r.resident_memory.data();
+  std::int32_t* count = ws.dev_count_.data();
+  std::fill(ws.dev_count_.begin(), ws.dev_count_.end(), 0);
   for (std::int32_t v = 0; v < n_; ++v) {
     const std::int32_t d = dev[v];
     if (d < 0 || d >= ndev_) {
@@ -624,6 +670,7 @@ inline const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) 
       return invalid(SimStatus::bad_device);
     }
     resident[d] += param_[static_cast<std::size_t>(v)];
+    ++count[d];
     if (prio && !std::isfinite(prio[v])) {
       r.problem_op = v;
       return invalid(SimStatus::bad_priority);
@@ -663,6 +710,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   using QItem = SimWorkspace::QItem;
   using DevEv = SimWorkspace::DevEv;
   using SrcEv = SimWorkspace::SrcEv;
+  using UnitStart = SimWorkspace::UnitStart;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   SimResult& r = ws.result_;
   const auto n = static_cast<std::size_t>(n_);
@@ -670,9 +718,9 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   const float* prio = kPrio ? plan.priority.data() : nullptr;
   const std::int32_t* fus = kFused ? plan.fusion.data() : nullptr;
   std::int32_t* leader = ws.leader_.data();
+  std::int32_t* grp = ws.grp_.data();
   std::int32_t* pending = ws.pending_.data();
-  double* start = ws.start_.data();
-  double* finish = ws.finish_.data();
+  double* times = ws.times_.data();  // [2 * unit]: start, [2 * unit + 1]: finish
   std::int32_t* refs = ws.refs_.data();
   std::int32_t* edge_copy = ws.edge_copy_.data();
   std::int64_t* usage = ws.usage_.data();
@@ -686,85 +734,126 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   const std::int32_t* out_tensor = out_tensor_.data();
   const std::int32_t* out_in_edge = out_in_edge_.data();
   const std::int64_t* tbytes = tbytes_.data();
-  const std::int32_t* mem_off = ws.mem_off_.data();
-  const std::int32_t* mem_list = ws.mem_list_.data();
+  const std::int32_t* trun_end = trun_end_.data();
+  const std::int32_t* gmem_off = ws.gmem_off_.data();
+  const std::int32_t* gmem_list = ws.gmem_list_.data();
+  const UnitStart* gstart = ws.gstart_.data();
+  const std::int64_t* grelease = ws.grelease_.data();
+  const float* gprio = ws.gprio_.data();
+  std::uint64_t* gbits = ws.gbits_.data();
+  auto in_group = [&](std::int32_t v) -> bool { return (gbits[v >> 6] >> (v & 63)) & 1u; };
   auto lead = [&](std::int32_t v) -> std::int32_t {
-    if constexpr (kFused) return leader[v];
+    if constexpr (kFused) return in_group(v) ? leader[v] : v;
     else return v;
   };
+  auto group_of = [&](std::int32_t L) -> std::int32_t { return in_group(L) ? grp[L] : -1; };
   std::int64_t nunits = n_;
-  // Without fusion every op runs (a DAG), so start/finish are all overwritten; otherwise mark them.
-  if (kFused || options_.stop_on_oom) {
-    std::fill(ws.start_.begin(), ws.start_.end(), -1.0);
-    std::fill(ws.finish_.begin(), ws.finish_.end(), -1.0);
+  // Every unit that becomes ready runs, so start/finish of the units are overwritten, except when
+  // the simulation stops at an out-of-memory (marked here) or fusion deadlocks (marked at the end).
+  if (options_.stop_on_oom) {
+    std::fill(ws.times_.begin(), ws.times_.end(), -1.0);
   }
+  std::copy(in_deg_.begin(), in_deg_.end(), pending);
 
   // ---- fusion groups -> units ----
+  // Only groups of two or more ops cost anything here: a lone op is its own unit, as unfused.
   if constexpr (kFused) {
     ws.fused_ = true;
-    std::int32_t* first_of = ws.first_of_.data();
-    std::fill(ws.first_of_.begin(), ws.first_of_.end(), -1);
+    std::int32_t* gops = ws.gops_.data();
+    std::int32_t* glead = ws.glead_.data();
+    for (std::int32_t i = 0; i < ws.ngops_; ++i) {  // undo the last plan's groups
+      const std::int32_t v = gops[i];
+      leader[v] = v;
+      gbits[v >> 6] = 0;
+    }
+    for (std::int32_t i = 0; i < ws.ngroups_; ++i) {
+      const std::int32_t v = glead[i];
+      grp[v] = -1;
+      gbits[v >> 6] = 0;
+    }
+    std::int32_t ngops = 0, ngroups = 0;
+    if (++ws.fepoch_ == 0) {
+      std::fill(ws.first_of_.begin(), ws.first_of_.end(), 0);
+      ws.fepoch_ = 1;
+    }
+    const std::uint64_t ftag = static_cast<std::uint64_t>(ws.fepoch_) << 32;
+    std::uint64_t* first_of = ws.first_of_.data();
+    auto fail = [&](SimStatus st) {
+      ws.ngops_ = ngops;
+      ws.ngroups_ = ngroups;
+      std::fill(ws.times_.begin(), ws.times_.end(), -1.0);
+      r.valid = false;
+      r.status = st;
+      r.step_time = kInf;
+    };
     for (std::int32_t v : topo_) {
       const std::int32_t f = fus[v];
-      if (f < -1 || f >= n_) {
+      if (f < 0 || f >= n_) {
+        if (f == -1) continue;
         r.problem_op = v;
         r.problem_group = f;
-        r.valid = false;
-        r.status = SimStatus::bad_fusion_id;
-        r.step_time = kInf;
-        return;
+        return fail(SimStatus::bad_fusion_id);
       }
-      if (f < 0) {
-        leader[v] = v;
+      const std::uint64_t fo = first_of[f];
+      if ((fo & ~std::uint64_t{0xffffffffu}) != ftag) {  // the first op of f: its leader
+        first_of[f] = ftag | static_cast<std::uint32_t>(v);
         continue;
       }
-      if (first_of[f] < 0) first_of[f] = v;
-      const std::int32_t l = first_of[f];
-      leader[v] = l;
+      const auto l = static_cast<std::int32_t>(static_cast<std::uint32_t>(fo));
       if (dev[l] != dev[v]) {
         r.problem_group = f;
         r.problem_op = l;
         r.problem_op2 = v;
         r.problem_device = dev[l];
         r.problem_device2 = dev[v];
-        r.valid = false;
-        r.status = SimStatus::fusion_spans_devices;
-        r.step_time = kInf;
-        return;
+        return fail(SimStatus::fusion_spans_devices);
+      }
+      leader[v] = l;
+      gops[ngops++] = v;
+      gbits[v >> 6] |= std::uint64_t{1} << (v & 63);
+      if (grp[l] < 0) {
+        grp[l] = ngroups;
+        glead[ngroups++] = l;
+        gbits[l >> 6] |= std::uint64_t{1} << (l & 63);
       }
     }
-    // members of each unit, in topological order
-    std::int32_t* moff = ws.mem_off_.data();
-    std::fill(ws.mem_off_.begin(), ws.mem_off_.end(), 0);
-    for (std::size_t v = 0; v < n; ++v) ++moff[leader[v] + 1];
-    for (std::size_t v = 0; v < n; ++v) moff[v + 1] += moff[v];
+    ws.ngops_ = ngops;
+    ws.ngroups_ = ngroups;
+    nunits = n_ - ngops;
+    // members of each group: its leader, then its other ops in topological order
+    std::int32_t* goff = ws.gmem_off_.data();
+    std::fill(goff, goff + ngroups + 1, 0);
+    for (std::int32_t i = 0; i < ngops; ++i) ++goff[grp[leader[gops[i]]] + 1];
+    std::int32_t acc = 0;
+    for (std::int32_t g = 0; g < ngroups; ++g) {
+      const std::int32_t c = goff[g + 1];
+      goff[g] = acc;
+      acc += 1 + c;
+    }
+    goff[ngroups] = acc;
     std::int32_t* cursor = ws.scratch_.data();
-    std::copy(moff, moff + n, cursor);
-    std::int32_t* mlist = ws.mem_list_.data();
-    for (std::int32_t v : topo_) mlist[cursor[leader[v]]++] = v;
-    // per-unit cost, memory and pending inputs
+    std::int32_t* mlist = ws.gmem_list_.data();
+    for (std::int32_t g = 0; g < ngroups; ++g) {
+      mlist[goff[g]] = glead[g];
+      cursor[g] = goff[g] + 1;
+    }
+    for (std::int32_t i = 0; i < ngops; ++i) {
+      const std::int32_t v = gops[i];
+      mlist[cursor[grp[leader[v]]]++] = v;
+    }
+    // per-group cost, memory and pending inputs
     if (++ws.epoch_ == 0) {
       std::fill(ws.stamp_.begin(), ws.stamp_.end(), 0);
       ws.epoch_ = 1;
     }
     std::uint64_t* stamp = ws.stamp_.data();
-    nunits = 0;
-    for (std::int32_t L = 0; L < n_; ++L) {
-      if (leader[L] != L) continue;
-      ++nunits;
+    UnitStart* gst = ws.gstart_.data();
+    std::int64_t* grel = ws.grelease_.data();
+    float* gpr = ws.gprio_.data();
+    for (std::int32_t g = 0; g < ngroups; ++g) {
+      const std::int32_t L = glead[g];
       const auto kind = static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(dev[L])]);
-      const std::int32_t mb = moff[L], me = moff[L + 1];
-      if (me - mb == 1) {
-        ws.ucost_[L] = cost_[kind * n + L];
-        ws.utraffic_[L] = traffic_[L];
-        ws.ualloc_[L] = alloc_[L];
-        ws.utemp_[L] = temp_[L];
-        ws.usink_[L] = sink_[L];
-        ws.ukernel_[L] = kernel_[L];
-        if constexpr (kPrio) ws.uprio_[L] = prio[L];
-        pending[L] = in_deg_[L];
-        continue;
-      }
+      const std::int32_t mb = goff[g], me = goff[g + 1];
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
@@ -799,18 +888,13 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       }
       ext_out += sink;
       const double traffic = static_cast<double>(ext_in + ext_out + params);
-      ws.ucost_[L] =
-          kernel ? launch_[kind] + (roof ? std::max(compute, traffic * inv_mem_bw_[kind]) : 0.0) + extra : 0.0;
-      ws.utraffic_[L] = kernel ? traffic : 0.0;
-      ws.ualloc_[L] = temp + ext_out;
-      ws.utemp_[L] = temp;
-      ws.usink_[L] = sink;
-      ws.ukernel_[L] = kernel;
-      if constexpr (kPrio) ws.uprio_[L] = pr;
+      gst[g] = UnitStart{
+          kernel ? launch_[kind] + (roof ? std::max(compute, traffic * inv_mem_bw_[kind]) : 0.0) + extra : 0.0,
+          kernel ? traffic : 0.0, temp + ext_out, kernel ? 1 : 0};
+      grel[g] = temp + sink;
+      if constexpr (kPrio) gpr[g] = pr;
       pending[L] = pend;
     }
-  } else {
-    std::copy(in_deg_.begin(), in_deg_.end(), pending);
   }
 
   // ---- state ----
@@ -839,19 +923,8 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   std::int32_t* qbeg = ws.qbeg_.data();
   std::int32_t* qsize = ws.qsize_.data();
   const std::int32_t* dev_kind = dev_kind_.data();
-  const double* cost = cost_.data();
-  const std::int64_t* alloc_b = alloc_.data();
-  const std::int64_t* temp_b = temp_.data();
-  const std::int64_t* sink_b = sink_.data();
-  const std::uint8_t* kernel_f = kernel_.data();
-  const double* traffic_b = traffic_.data();
-  const double* ucost = ws.ucost_.data();
-  const double* utraffic = ws.utraffic_.data();
-  const std::int64_t* ualloc = ws.ualloc_.data();
-  const std::int64_t* utemp = ws.utemp_.data();
-  const std::int64_t* usink = ws.usink_.data();
-  const std::uint8_t* ukernel = ws.ukernel_.data();
-  const float* uprio = ws.uprio_.data();
+  const UnitStart* ustart = ustart_.data();
+  const std::int64_t* release_b = release_.data();
   const double* xlat = xlat_.data();
   const double* xinv_bw = xinv_bw_.data();
   const std::int64_t* capacity = capacity_.data();
@@ -863,11 +936,10 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   std::fill(src_head, src_head + nd, -1);
   std::fill(src_tail, src_tail + nd, -1);
   if constexpr (kPrio) {
-    // one heap per device, packed: device d's units fit in [qbeg[d], qbeg[d + 1])
-    std::fill(qbeg, qbeg + nd + 1, 0);
-    for (std::size_t v = 0; v < n; ++v)
-      if (!kFused || leader[v] == static_cast<std::int32_t>(v)) ++qbeg[dev[v] + 1];
-    for (std::size_t d = 0; d < nd; ++d) qbeg[d + 1] += qbeg[d];
+    // one heap per device, packed: device d's units (at most its ops) fit in [qbeg[d], qbeg[d + 1])
+    const std::int32_t* count = ws.dev_count_.data();  // counted by simulate()
+    qbeg[0] = 0;
+    for (std::size_t d = 0; d < nd; ++d) qbeg[d + 1] = qbeg[d] + count[d];
     std::fill(qsize, qsize + nd, 0);
   } else {
     std::fill(qhead, qhead + nd, -1);
@@ -949,7 +1021,11 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     const std::int32_t d = dev[L];
     if (cur_unit[d] < 0) mark_dirty(d);
     if constexpr (kPrio) {
-      const float p = kFused ? uprio[L] : prio[L];
+      float p = prio[L];
+      if constexpr (kFused) {
+        const std::int32_t g = group_of(L);
+        if (g >= 0) p = gprio[g];
+      }
       QItem* b = qbuf + qbeg[d];
       b[qsize[d]++] = QItem{q_key(p, qseq++), L};
       std::push_heap(b, b + qsize[d], q_less);
@@ -965,7 +1041,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   };
   const ChannelModel cm = cluster_.channels;
   auto new_transfer = [&](std::int32_t t, std::int32_t producer, std::int32_t s, std::int32_t d,
-                          std::int32_t edge_begin) GO_SIM_INLINE -> std::int32_t {
+                          std::int32_t edge_begin, std::int32_t edge_end) GO_SIM_INLINE -> std::int32_t {
     const std::int64_t bytes = tbytes[t];
     const std::size_t link = static_cast<std::size_t>(s) * nd + static_cast<std::size_t>(d);
     const std::size_t rc = cm == ChannelModel::duplex ? nd + static_cast<std::size_t>(d) : static_cast<std::size_t>(d);
@@ -977,7 +1053,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     const std::int32_t id = nx++;
     const bool started = st <= now;
     if (!started) ++seq;  // its start event
-    xf[id] = TransferRecord{t, s, d, st, en, bytes, producer, 0, edge_begin, edge_begin, seq++, started};
+    xf[id] = TransferRecord{t, s, d, st, en, bytes, producer, 0, edge_begin, edge_end, seq++, started};
     xbytes += bytes;
     if (started) alloc(d, bytes, producer);
     xnext[id] = -1;
@@ -992,84 +1068,85 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     return id;
   };
   auto start_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
-    double dur;
+    const UnitStart* us = ustart + static_cast<std::size_t>(dev_kind[d]) * n + static_cast<std::size_t>(L);
     if constexpr (kFused) {
-      dur = ucost[L];
-      alloc(d, ualloc[L], L);
-      launches += ukernel[L];
-      traffic += utraffic[L];
-    } else {
-      dur = cost[static_cast<std::size_t>(dev_kind[d]) * n + static_cast<std::size_t>(L)];
-      alloc(d, alloc_b[L], L);
-      launches += kernel_f[L];
-      traffic += traffic_b[L];
+      const std::int32_t g = group_of(L);
+      if (g >= 0) us = gstart + g;
     }
-    start[L] = now;
+    const double dur = us->cost;
+    alloc(d, us->alloc, L);
+    launches += us->kernel;
+    traffic += us->traffic;
     const double f = now + dur;
-    finish[L] = f;
+    times[2 * L] = now;
+    times[2 * L + 1] = f;
     cur_unit[d] = L;
     dheap[ndheap++] = DevEv{f, d};
     std::push_heap(dheap, dheap + ndheap, dev_later);
     busy[d] += dur;
     ++units;
   };
-  auto finish_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
-    if constexpr (kFused) release(d, utemp[L] + usink[L]);
-    else release(d, temp_b[L] + sink_b[L]);
-    const std::int32_t* mb = kFused ? mem_list + mem_off[L] : &L;
-    const std::int32_t* me = kFused ? mem_list + mem_off[L + 1] : &L + 1;
-    for (const std::int32_t* mp = mb; mp != me; ++mp) {
-      const std::int32_t v = *mp;
-      // inputs read for the last time on this device
-      for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
-        const std::int32_t t = in_tensor[e];
-        if (t < 0) continue;
-        const std::int32_t u = in_src[e];
-        if (kFused && leader[u] == L) continue;
-        if (dev[u] == d) {
-          if (--refs[t] == 0) release(d, tbytes[t]);
-        } else {
-          TransferRecord& x = xf[edge_copy[e]];
-          if (--x.refs == 0) release(d, x.bytes);
-        }
-      }
-      // outputs: deliver locally, send once per remote device
-      std::int32_t e = out_off[v];
-      const std::int32_t e_end = out_off[v + 1];
-      for (; e < e_end && out_tensor[e] < 0; ++e) {
-        const std::int32_t Lw = lead(out_dst[e]);
-        if (kFused && Lw == L) continue;
-        const std::int32_t dw = dev[Lw];
-        if (dw == d) deliver(Lw);
-        else push_control(now + xlat[static_cast<std::size_t>(d) * nd + static_cast<std::size_t>(dw)], Lw);
-      }
-      while (e < e_end) {
-        const std::int32_t t = out_tensor[e];
-        const std::int32_t run_begin = e;
-        const std::int32_t x_first = nx;
-        std::int32_t local = 0;
-        for (; e < e_end && out_tensor[e] == t; ++e) {
-          const std::int32_t Lw = lead(out_dst[e]);
-          if (kFused && Lw == L) continue;
-          const std::int32_t dw = dev[Lw];
-          if (dw == d) {
-            ++local;
-            deliver(Lw);
-          } else {
-            if (dev_stamp[dw] != t) {
-              dev_stamp[dw] = t;
-              dev_copy[dw] = new_transfer(t, v, d, dw, run_begin);
-            }
-            const std::int32_t x = dev_copy[dw];
-            ++xf[x].refs;
-            edge_copy[out_in_edge[e]] = x;
-          }
-        }
-        const std::int32_t x_last = nx;
-        for (std::int32_t x = x_first; x < x_last; ++x) xf[x].edge_end = e;
-        refs[t] = local + (x_last - x_first);
+  // Completes op v of unit L on device d (grouped: L is a group of two or more ops).
+  auto finish_op = [&](std::int32_t v, std::int32_t L, std::int32_t d, bool grouped) GO_SIM_INLINE {
+    // inputs read for the last time on this device
+    for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+      const std::int32_t t = in_tensor[e];
+      if (t < 0) continue;
+      const std::int32_t u = in_src[e];
+      if (kFused && grouped && leader[u] == L) continue;
+      if (dev[u] == d) {
+        if (--refs[t] == 0) release(d, tbytes[t]);
+      } else {
+        TransferRecord& x = xf[edge_copy[e]];
+        if (--x.refs == 0) release(d, x.bytes);
       }
     }
+    // outputs: deliver locally, send once per remote device
+    std::int32_t e = out_off[v];
+    const std::int32_t e_end = out_off[v + 1];
+    for (; e < e_end && out_tensor[e] < 0; ++e) {
+      const std::int32_t Lw = lead(out_dst[e]);
+      if (kFused && grouped && Lw == L) continue;
+      const std::int32_t dw = dev[Lw];
+      if (dw == d) deliver(Lw);
+      else push_control(now + xlat[static_cast<std::size_t>(d) * nd + static_cast<std::size_t>(dw)], Lw);
+    }
+    while (e < e_end) {
+      const std::int32_t t = out_tensor[e];
+      const std::int32_t run_begin = e, run_end = trun_end[t];
+      const std::int32_t x_first = nx;
+      std::int32_t local = 0;
+      for (; e < run_end; ++e) {
+        const std::int32_t Lw = lead(out_dst[e]);
+        if (kFused && grouped && Lw == L) continue;
+        const std::int32_t dw = dev[Lw];
+        if (dw == d) {
+          ++local;
+          deliver(Lw);
+        } else {
+          if (dev_stamp[dw] != t) {
+            dev_stamp[dw] = t;
+            dev_copy[dw] = new_transfer(t, v, d, dw, run_begin, run_end);
+          }
+          const std::int32_t x = dev_copy[dw];
+          ++xf[x].refs;
+          edge_copy[out_in_edge[e]] = x;
+        }
+      }
+      refs[t] = local + (nx - x_first);
+    }
+  };
+  auto finish_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
+    if constexpr (kFused) {
+      const std::int32_t g = group_of(L);
+      if (g >= 0) {
+        release(d, grelease[g]);
+        for (std::int32_t k = gmem_off[g]; k < gmem_off[g + 1]; ++k) finish_op(gmem_list[k], L, d, true);
+        return;
+      }
+    }
+    release(d, release_b[L]);
+    finish_op(L, L, d, false);
   };
   // The next transfer event (the earliest head of the senders' queues) or control message, by
   // (time, request order): its sender, or nd for a control message, or -1 for none.
@@ -1159,12 +1236,9 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   };
 
   // ---- event loop ----
-  if constexpr (kFused) {
-    for (std::int32_t v : topo_)
-      if (leader[v] == v && pending[v] == 0) push_ready(v);
-  } else {
-    for (std::int32_t v : sources_) push_ready(v);
-  }
+  // (a group with no input from outside has its leader, its first op, among the sources)
+  for (std::int32_t v : sources_)
+    if (!kFused || (lead(v) == v && pending[v] == 0)) push_ready(v);
   dispatch();
   const bool stop_on_oom = options_.stop_on_oom;
   // (src, et): the next transfer event or control message. Only completions and handled events
@@ -1188,12 +1262,18 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       } while (ndheap > 0 && dheap[0].time == now);
       src = next_event(et);
     }
-    while (src >= 0 && et <= now) {
-      handle_event(src);
-      src = next_event(et);
+    for (;;) {
+      while (src >= 0 && et <= now) {
+        handle_event(src);
+        src = next_event(et);
+      }
+      // With no device to dispatch, the next iteration would only handle the next event, unless a
+      // completion comes first or at the same time (completions go first): do it here.
+      if (ndirty > 0 || src < 0 || (ndheap > 0 && dheap[0].time <= et) || (oom && stop_on_oom)) break;
+      now = et;
     }
     if (oom && stop_on_oom) break;
-    dispatch();
+    if (ndirty > 0) dispatch();
     if (oom && stop_on_oom) break;
   }
   ws.nxfers_ = nx;
@@ -1210,21 +1290,27 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     // way check_plan() does (first stuck unit, then its first stuck predecessor unit, ...).
     r.valid = false;
     r.step_time = kInf;
+    // the units that never ran are those still waiting for an input
+    for (std::int32_t v = 0; v < n_; ++v)
+      if (leader[v] == v && pending[v] > 0) times[2 * v] = times[2 * v + 1] = -1.0;
     std::int32_t* seen = ws.scratch_.data();
-    std::int32_t* path = ws.first_of_.data();
+    std::int32_t* path = ws.path_.data();
     std::fill(ws.scratch_.begin(), ws.scratch_.end(), -1);
     std::int32_t cur = -1;
     for (std::int32_t v = 0; v < n_ && cur < 0; ++v)
-      if (leader[v] == v && start[v] < 0) cur = v;
+      if (leader[v] == v && times[2 * v] < 0) cur = v;
     std::int32_t len = 0;
     while (seen[cur] < 0) {
       seen[cur] = len;
       path[len++] = cur;
       std::int32_t next = -1;
-      for (std::int32_t k = mem_off[cur]; k < mem_off[cur + 1] && next < 0; ++k)
-        for (std::int32_t e = in_off[mem_list[k]]; e < in_off[mem_list[k] + 1]; ++e) {
+      const std::int32_t g = grp[cur];
+      const std::int32_t* mb = g >= 0 ? gmem_list + gmem_off[g] : &cur;
+      const std::int32_t* me = g >= 0 ? gmem_list + gmem_off[g + 1] : &cur + 1;
+      for (const std::int32_t* mp = mb; mp != me && next < 0; ++mp)
+        for (std::int32_t e = in_off[*mp]; e < in_off[*mp + 1]; ++e) {
           const std::int32_t lu = leader[in_src[e]];
-          if (lu != cur && start[lu] < 0) {
+          if (lu != cur && times[2 * lu] < 0) {
             next = lu;
             break;
           }
@@ -1234,7 +1320,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     std::int32_t g1 = std::numeric_limits<std::int32_t>::max(), g2 = g1, outside = -1, ngroups = 0;
     for (std::int32_t k = seen[cur]; k < len; ++k) {
       const std::int32_t u = path[k];
-      if (fus[u] >= 0 && mem_off[u + 1] - mem_off[u] > 1) {
+      if (grp[u] >= 0) {
         ++ngroups;
         if (fus[u] < g1) {
           g2 = g1;

@@ -1,0 +1,86 @@
+// Convergence of fine-tuning a pre-trained policy versus training the same network from scratch
+// on graphs the policy never saw (issue 7, quality targets). Not a timing benchmark: for each graph
+// it runs PPO twice with the same config, seed and anchor -- once from the pre-trained parameters,
+// once from a fresh initialization -- and reports the best step time after each update and the
+// samples each run needed to reach the final best of the run from scratch.
+//
+//   bench_finetune [--policy policies/go-zoo-v100x4.ckpt] [--cluster v100x4] [--updates 20]
+//                  [--samples 16] [--seed 0] [--graphs g1,g2,...]   (graphs as training graphs)
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/rl/place_go.hpp"
+#include "go/rl/ppo.hpp"
+#include "go/sim/sim.hpp"
+
+namespace {
+
+std::vector<double> best_curve(go::rl::PpoTrainer& t) {
+  std::vector<double> v{t.task(0).best_step_time};
+  t.train([&](const go::rl::UpdateStats&) { v.push_back(t.task(0).best_step_time); });
+  return v;
+}
+
+// Samples until the curve first reaches `target` (-1: never).
+long long samples_to(const std::vector<double>& curve, double target, int samples) {
+  for (std::size_t u = 0; u < curve.size(); ++u)
+    if (curve[u] <= target * (1 + 1e-9)) return static_cast<long long>(u) * samples;
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string policy = GO_SOURCE_DIR "/policies/go-zoo-v100x4.ckpt", cluster = "v100x4";
+  std::string graphs = GO_SOURCE_DIR "/../shared/models/resnet50.onnx," GO_SOURCE_DIR
+                       "/../shared/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
+  long long updates = 20, seed = 0;
+  int samples = 16;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--policy") policy = v;
+    else if (k == "--cluster") cluster = v;
+    else if (k == "--graphs") graphs = v;
+    else if (k == "--updates") updates = std::atoll(v.c_str());
+    else if (k == "--samples") samples = std::atoi(v.c_str());
+    else if (k == "--seed") seed = std::atoll(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_finetune: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  try {
+    const go::Cluster c = go::load_cluster(cluster);
+    const auto pre = go::rl::load_policy(policy);
+    std::printf("policy %s, cluster %s, %lld updates x %d samples, seed %lld\n\n", policy.c_str(), c.name.c_str(),
+                updates, samples, seed);
+    std::printf("| graph | ops | anchor ms | scratch best ms | fine-tuned best ms | samples to scratch's best: scratch | fine-tuned |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+    std::stringstream ss(graphs);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+      const go::OpGraph g = go::make_training_graph(go::load_graph(name));
+      const go::rl::TrainConfig cfg =
+          go::rl::finetune_config(policy, *pre, updates, samples, static_cast<std::uint64_t>(seed));
+      go::rl::PpoTrainer ft(cfg, {g}, c, go::rl::load_policy(policy));
+      go::rl::PpoTrainer sc(cfg, {g}, c);
+      const double anchor = ft.task(0).anchor_step_time;
+      const auto a = best_curve(ft), b = best_curve(sc);
+      const double target = b.back();
+      std::printf("| %s | %d | %.2f | %.2f | %.2f | %lld | %lld |\n", name.c_str(), g.num_ops(), anchor * 1e3,
+                  b.back() * 1e3, a.back() * 1e3, samples_to(b, target, samples), samples_to(a, target, samples));
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_finetune: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

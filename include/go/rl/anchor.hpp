@@ -1,0 +1,159 @@
+#pragma once
+// The anchor plan of a graph on a cluster: the best of a few cheap heuristic plans, simulated.
+// The GO policy reads it per row (go/policy/policy.hpp, config "anchor"): as an input embedding of
+// the anchor device and as a learned head start on the logit of the anchor's action in each task.
+//
+// Why: with identical devices, a policy that decides every row independently has a saddle at the
+// uniform placement (by symmetry no device is better for any row in expectation), and PPO starting
+// there stays there; sampling tens of thousands of rows uniformly also gives plans far worse than
+// any heuristic. Anchored, the first policy samples near a good plan, device indices mean
+// something ("the anchor's device" or not), and PPO learns where deviating pays: other devices,
+// priorities and fusion. Greedy decoding of a fresh anchored policy reproduces the anchor.
+//
+// Candidates (each simulated once, after decoding through policy::decode so the anchor is exactly
+// what the policy's actions express):
+//   placement   default (all on device 0), human (go/baselines/human.hpp), METIS k-way (when built),
+//               and the devices of Baechi's m-ETF and m-SCT (go/baselines/list_scheduling.hpp)
+//   priority    none (level 0 everywhere = first ready first run) or upward-rank levels: rank(v) =
+//               cost(v) + max over successors of rank, quantized into the policy's levels, so ops
+//               on the critical path run first (HEFT's order)
+//   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp)
+// The anchor is the candidate with the lowest valid step time; when none fits, the one with the
+// least memory excess.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "go/baselines/fusion.hpp"
+#include "go/baselines/human.hpp"
+#include "go/baselines/list_scheduling.hpp"
+#include "go/baselines/metis.hpp"
+#include "go/graph/graph.hpp"
+#include "go/policy/decode.hpp"
+#include "go/policy/features.hpp"
+#include "go/policy/to_plan.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go::rl {
+
+inline const std::string kAnchorPlacements = "default,human,metis,m-etf,m-sct";
+
+struct Anchor {
+  std::string placement;  // default | human | metis
+  bool ranked = false;    // upward-rank priority levels
+  bool fused = false;     // XLA-like fusion
+  Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
+  SimResult result;
+  policy::Actions actions;  // rows in the PolicyGraph's order
+
+  std::string describe() const {
+    return placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "");
+  }
+};
+
+// Upward-rank priority levels in [0, levels): level = floor(levels * rank / max rank), capped.
+inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& sim, int levels) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<double> rank(n, 0.0);
+  const auto topo = g.topo_order();
+  double top = 0;
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    double m = 0;
+    for (OpId s : g.succ(*it)) m = std::max(m, rank[static_cast<std::size_t>(s)]);
+    rank[static_cast<std::size_t>(*it)] = sim.op_cost(*it, 0) + m;
+    top = std::max(top, rank[static_cast<std::size_t>(*it)]);
+  }
+  std::vector<float> out(n, 0.f);
+  if (top <= 0 || levels <= 1) return out;
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(std::min(levels - 1, static_cast<int>(std::floor(levels * rank[i] / top))));
+  return out;
+}
+
+namespace detail::anchor {
+inline double memory_excess(const SimResult& r, const Cluster& c) {
+  double e = 0;
+  for (std::size_t d = 0; d < r.peak_memory.size() && d < c.devices.size(); ++d) {
+    const double cap = static_cast<double>(c.devices[d].spec.memory_bytes);
+    if (cap > 0) e += std::max(0.0, static_cast<double>(r.peak_memory[d]) / cap - 1.0);
+  }
+  return e;
+}
+}  // namespace detail::anchor
+
+// The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
+// `which`: comma-separated subset of default, human, metis, m-etf, m-sct. A heuristic that cannot handle
+// the graph (or METIS in a build without it) is left out; default is used when nothing is left.
+inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
+                            int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
+                            std::uint64_t seed = 0) {
+  std::vector<std::pair<std::string, Plan>> placements;
+  auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
+  if (wanted("default")) placements.emplace_back("default", default_plan(g));
+  if (c.num_devices() > 1) {
+    try {
+      if (wanted("human")) placements.emplace_back("human", human_plan(g, c));
+    } catch (const Error&) {
+    }
+    try {
+      if (wanted("metis") && metis_available()) placements.emplace_back("metis", metis_plan(g, c, seed));
+    } catch (const Error&) {
+    }
+    try {  // Baechi's list schedulers: their placement only (priorities are the variants below)
+      if (wanted("m-etf")) placements.emplace_back("m-etf", m_etf_plan(g, c));
+    } catch (const Error&) {
+    }
+    try {
+      if (wanted("m-sct")) placements.emplace_back("m-sct", m_sct_plan(g, c));
+    } catch (const Error&) {
+    }
+  }
+  if (placements.empty()) placements.emplace_back("default", default_plan(g));
+  const std::vector<float> ranks = upward_rank_levels(g, sim, priority_levels);
+  policy::DecodeOptions dopt;
+  dopt.colocate = colocate;
+  Anchor best;
+  double best_key = std::numeric_limits<double>::infinity();
+  bool best_valid = false;
+  SimWorkspace ws = sim.make_workspace();
+  for (const auto& [name, base] : placements)
+    for (int ranked = 0; ranked < 2; ++ranked)
+      for (int fused = 0; fused < 2; ++fused) {
+        Plan p;
+        p.device = base.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : base.device;
+        if (ranked) p.priority = ranks;
+        if (fused) apply_xla_fusion(g, p);
+        const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
+        Plan dp = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
+        SimResult r = sim.simulate(dp, ws);
+        const bool valid = r.valid && std::isfinite(r.step_time);
+        const double key = valid ? r.step_time : detail::anchor::memory_excess(r, c);
+        if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
+          best_valid = valid;
+          best_key = key;
+          best.placement = name;
+          best.ranked = ranked != 0;
+          best.fused = fused != 0;
+          best.actions = policy::actions_from_plan(g, pg, dp, priority_levels);
+          best.plan = std::move(dp);
+          best.result = std::move(r);
+        }
+      }
+  return best;
+}
+
+// Computes the anchor and stores its actions in pg.
+inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
+                         int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
+                         std::uint64_t seed = 0) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed);
+  pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
+  return a;
+}
+
+}  // namespace go::rl

@@ -1,0 +1,170 @@
+#pragma once
+// GO as a placement method: go::place("go", ...) and go::place("go-zero-shot", ...) once
+// register_go_methods() has run (gopt does it at start-up).
+//
+//   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
+//                 decisions are simulated, the best valid one is the answer.
+//   go            the same, then `finetune` PPO updates on this graph (PlaceOptions::finetune; -1 =
+//                 budget / samples, so that GO gets the simulator budget the search baselines get);
+//                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
+//                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
+//
+// The policy: PlaceOptions::policy, else the default given to register_go_methods() (gopt passes
+// the policy shipped in policies/). A checkpoint of `gopt train` brings its training config
+// (fine-tuning uses it with "updates", "seed" and "graphs_per_update" replaced); a bare policy file
+// gets the TrainConfig defaults; the anchor is chosen from every heuristic of go/rl/anchor.hpp either
+// way. PlaceOptions::seed seeds sampling. The note says what each stage reached.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "go/baselines/place.hpp"
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/rl/ppo.hpp"
+
+namespace go::rl {
+
+struct GoPlaceReport {
+  std::string anchor;                   // the anchor's heuristics
+  double anchor_step_time = kInf;
+  double greedy_step_time = kInf;       // zero-shot greedy decision
+  double sampled_step_time = kInf;      // best of the zero-shot samples
+  double finetuned_step_time = kInf;    // best plan after fine-tuning (anchor and samples included)
+  std::int64_t updates = 0;
+  std::int64_t simulations = 0;
+};
+
+namespace detail::go_method {
+
+inline std::string ms(double t) {
+  if (!std::isfinite(t)) return "OOM";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f ms", t * 1e3);
+  return b;
+}
+
+inline bool is_checkpoint(const std::string& path) {
+  return load_tensors(path).meta.value("format", "") == "go-ppo-checkpoint";
+}
+
+}  // namespace detail::go_method
+
+// The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
+// training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
+// samples, seeded by `seed`, on the graph as given, anchored on every heuristic.
+inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
+                                   std::int64_t finetune, int samples, std::uint64_t seed) {
+  TrainConfig cfg = detail::go_method::is_checkpoint(policy_path) ? PpoTrainer::checkpoint_config(policy_path) : TrainConfig{};
+  cfg.policy = policy.config();
+  cfg.updates = std::max<std::int64_t>(0, finetune);
+  cfg.seed = seed;
+  cfg.graphs_per_update = 0;
+  cfg.training = false;  // the graph is placed as given
+  cfg.samples = samples;
+  cfg.minibatch = std::min(cfg.minibatch, samples);
+  cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
+  return cfg;
+}
+
+// Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
+inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& policy_path, std::int64_t finetune,
+                     int samples, std::uint64_t seed, GoPlaceReport* report = nullptr) {
+  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x4.ckpt)");
+  {
+    std::error_code ec;
+    GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
+             "' not found (pass --policy <file>)");
+  }
+  GO_CHECK(samples >= 1, "go: samples must be >= 1, got ", samples);
+  std::shared_ptr<policy::GoPolicy> pol = load_policy(policy_path);
+  const TrainConfig cfg = finetune_config(policy_path, *pol, finetune, samples, seed);
+  GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
+           " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
+  PpoTrainer t(cfg, {g}, c, pol);
+  const GraphTask& task = t.task(0);
+  GoPlaceReport rep;
+  rep.anchor = task.anchor;
+  rep.anchor_step_time = task.anchor_step_time;
+
+  // zero-shot: greedy + `samples` samples, simulated; the best valid one
+  Plan best;
+  double best_t = kInf;
+  auto consider = [&](Plan p, const SimResult& r, double& stage) {
+    ++rep.simulations;
+    if (!r.valid || !std::isfinite(r.step_time)) return;
+    stage = std::min(stage, r.step_time);
+    if (r.step_time < best_t) {
+      best_t = r.step_time;
+      best = std::move(p);
+    }
+  };
+  {
+    auto [p, r] = t.greedy_plan(0);
+    consider(std::move(p), r, rep.greedy_step_time);
+    NoGradGuard ng;
+    const Rng base = Rng(seed).fork(0x60ull << 56);
+    SimWorkspace ws = task.sim->make_workspace();
+    policy::DecodeOptions dopt;
+    dopt.colocate = cfg.colocate;
+    for (int k = 0; k < samples; ++k) {
+      Rng r = base.fork(static_cast<std::uint64_t>(k));
+      const auto out = pol->forward(task.pg, c.num_devices(), policy::Decode::sample, nullptr, &r);
+      Plan sp = policy::to_plan(policy::decode(g, task.pg, out.actions, c.num_devices(), dopt));
+      const SimResult& sr = task.sim->simulate(sp, ws);
+      consider(std::move(sp), sr, rep.sampled_step_time);
+    }
+  }
+  if (finetune > 0) {
+    t.train();
+    rep.updates = t.updates_done();
+    rep.simulations += t.task(0).samples;
+    rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
+    if (t.task(0).best_step_time < best_t) {
+      best_t = t.task(0).best_step_time;
+      best = t.task(0).best_plan;
+    }
+  }
+  if (!std::isfinite(best_t)) {  // nothing fits: the greedy plan, so the caller sees why
+    best = t.greedy_plan(0).first;
+  }
+  if (report) *report = rep;
+  return best;
+}
+
+// Registers "go" and "go-zero-shot" in the place registry (go/baselines/place.hpp).
+inline void register_go_methods(const std::string& default_policy, int samples = 16) {
+  auto run = [default_policy, samples](bool zero_shot) {
+    return [default_policy, samples, zero_shot](const OpGraph& g, const Cluster& c, const PlaceOptions& o,
+                                                PlaceResult& out) {
+      const std::string path = o.policy.empty() ? default_policy : o.policy;
+      const std::int64_t ft = zero_shot ? 0 : (o.finetune >= 0 ? o.finetune : std::max<std::int64_t>(1, o.budget / samples));
+      GoPlaceReport rep;
+      Plan p = go_place(g, c, path, ft, samples, o.seed, &rep);
+      using detail::go_method::ms;
+      out.simulations = rep.simulations;
+      out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; zero-shot greedy " +
+                 ms(rep.greedy_step_time) + ", best of " + std::to_string(samples) + " samples " +
+                 ms(rep.sampled_step_time);
+      if (!zero_shot)
+        out.note += "; fine-tuned " + std::to_string(rep.updates) + " updates: " + ms(rep.finetuned_step_time);
+      return p;
+    };
+  };
+  PlaceMethod go{"go", "GO: pre-trained policy fine-tuned on the graph with PPO (--policy, --finetune)", run(false)};
+  go.decides_fusion = true;
+  register_place_method(go);
+  PlaceMethod zs{"go-zero-shot", "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) +
+                                     " samples (--policy)", run(true)};
+  zs.decides_fusion = true;
+  register_place_method(zs);
+}
+
+}  // namespace go::rl

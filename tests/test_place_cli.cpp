@@ -1,0 +1,182 @@
+// `gopt place`, `gopt eval` (and `gopt simulate --plan` to re-measure their plans): the
+// subcommands from examples/gopt, compiled into this test and run in-process.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../examples/gopt/eval.cpp"
+#include "../examples/gopt/place.cpp"
+#include "../examples/gopt/simulate.cpp"
+#include "cli_capture.hpp"
+#include "go/core/file.hpp"
+#include "go/graph/load.hpp"
+#include "go/sim/plan.hpp"
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+go::test::CliResult run_gopt(const std::vector<std::string>& args) {
+  return go::test::run_cli(
+      [](CLI::App& app) {
+        gopt::add_place_command(app);
+        gopt::add_eval_command(app);
+        gopt::add_simulate_command(app);
+      },
+      args);
+}
+
+std::string tmp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("go_place_cli_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// `gopt simulate <graph> --cluster <c> --plan <plan> --json`
+nlohmann::json simulate_plan(const std::string& graph, const std::string& cluster, const std::string& plan) {
+  const auto r = run_gopt({"simulate", graph, "--cluster", cluster, "--plan", plan, "--json"});
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("gopt place --json: every method, plan file re-simulates to the same step time") {
+  const std::string plan = tmp_path("plan.json");
+  for (const std::string m : {"default", "human", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal"}) {
+    if (m == "metis" && !go::metis_available()) continue;
+    INFO(m);
+    fs::remove(plan);
+    const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", m, "--budget", "20", "--json", "--out", plan});
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j.contains("step_time_ms"));
+    REQUIRE(j.contains("valid"));
+    REQUIRE(j.contains("optimize_seconds"));
+    CHECK(j["method"] == m);
+    CHECK(j["valid"] == true);
+    CHECK(j["optimize_seconds"].get<double>() >= 0.0);
+    const double t = j["step_time_ms"].get<double>();
+    CHECK(t > 0);
+    if (m == "random" || m == "anneal") CHECK(j["simulations"].get<std::int64_t>() == 20);
+    REQUIRE(fs::exists(plan));
+    const auto s = simulate_plan("zoo:rnnlm2", "v100x2", plan);
+    CHECK(s["valid"] == true);
+    CHECK(s["step_time_ms"].get<double>() == Approx(t).epsilon(1e-12));
+  }
+  fs::remove(plan);
+}
+
+TEST_CASE("gopt place --fusion xla writes fusion groups that re-simulate to the same step time") {
+  const std::string plan = tmp_path("xla.json");
+  const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--fusion", "xla", "--json", "--out", plan});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fusion"] == "xla");
+  CHECK(j["valid"] == true);
+  const go::OpGraph g = go::load_graph("zoo:rnnlm2");
+  const go::Plan p = go::load_plan(plan, g);
+  REQUIRE(p.fusion.size() == static_cast<std::size_t>(g.num_ops()));
+  // some group has at least two members
+  std::vector<std::int32_t> members(p.fusion.size() + 1, 0);
+  std::int32_t largest = 0;
+  for (std::int32_t f : p.fusion)
+    if (f >= 0) largest = std::max(largest, ++members[static_cast<std::size_t>(f)]);
+  CHECK(largest >= 2);
+  const auto s = simulate_plan("zoo:rnnlm2", "v100x2", plan);
+  CHECK(s["step_time_ms"].get<double>() == Approx(j["step_time_ms"].get<double>()).epsilon(1e-12));
+  // and fusion is faster than the same placement without it
+  const auto plain = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--json"});
+  REQUIRE(plain.code == 0);
+  CHECK(j["step_time_ms"].get<double>() < nlohmann::json::parse(plain.out)["step_time_ms"].get<double>());
+  fs::remove(plan);
+}
+
+TEST_CASE("gopt place: a plan that cannot fit says so") {
+  const std::string cl = tmp_path("tiny.json");
+  // two V100s with 64 MB each: rnnlm2's parameters alone do not fit
+  go::write_file_atomic(cl, R"({"format": "go-cluster", "version": 1, "name": "tiny",
+    "devices": {"count": 2, "type": "v100", "memory_bytes": 67108864},
+    "links": {"bandwidth": 25e9, "latency": 2e-5}})");
+  const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", cl, "--method", "m-etf", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["valid"] == false);
+  CHECK(j["status"] == "out_of_memory");
+  CHECK_THAT(j["reason"].get<std::string>(), Contains("out of memory"));
+  const auto text = run_gopt({"place", "zoo:rnnlm2", "--cluster", cl, "--method", "default"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("valid        no: out of memory"));
+  fs::remove(cl);
+}
+
+TEST_CASE("gopt place: bad method and missing graph fail with one line") {
+  const auto bad = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "nonesuch"});
+  CHECK(bad.code != 0);
+  CHECK(bad.out.empty());
+  CHECK(count_lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains("unknown method 'nonesuch'") && Contains("m-etf"));
+  const std::string missing = tmp_path("no_such_graph.json");
+  const auto miss = run_gopt({"place", missing, "--cluster", "v100x2", "--method", "human"});
+  CHECK(miss.code != 0);
+  CHECK(count_lines(miss.err) == 1);
+  CHECK_THAT(miss.err, Contains(missing));
+  const auto badfusion = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--fusion", "tvm"});
+  CHECK(badfusion.code != 0);
+  CHECK(count_lines(badfusion.err) == 1);
+  CHECK_THAT(badfusion.err, Contains("unknown fusion mode 'tvm'"));
+  const auto badeval = run_gopt({"eval", "--graphs", "zoo:rnnlm2", "--cluster", "v100x2", "--methods", "human,nonesuch"});
+  CHECK(badeval.code != 0);
+  CHECK(count_lines(badeval.err) == 1);
+  CHECK_THAT(badeval.err, Contains("unknown method 'nonesuch'"));
+}
+
+TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
+  const std::string csv = tmp_path("eval.csv");
+  const auto r = run_gopt({"eval", "--graphs", "zoo:rnnlm2,zoo:inception_v3", "--cluster", "v100x2", "--methods",
+                       "default,human,m-etf", "--csv", csv});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("| graph | ops | default | human | m-etf |"));
+  std::vector<std::string> rows;
+  std::stringstream ss(r.out);
+  for (std::string line; std::getline(ss, line);)
+    if (line.rfind("| zoo:", 0) == 0 || line.rfind("| geo-mean", 0) == 0) rows.push_back(line);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].rfind("| zoo:rnnlm2 |", 0) == 0);
+  CHECK(rows[1].rfind("| zoo:inception_v3 |", 0) == 0);
+  // the ratio of human to itself is 1; every cell is a step time with its optimize time
+  CHECK_THAT(rows[2], Contains("| geo-mean / human | |") && Contains(" 1.000 |"));
+  CHECK(std::count(rows[0].begin(), rows[0].end(), '(') == 3);
+  // CSV: a header and one line per (graph, method), the step times of the table
+  const std::string text = go::test::slurp_file(csv);
+  REQUIRE(count_lines(text) == 1 + 2 * 3);
+  CHECK(text.rfind("graph,num_ops,method,step_time_ms,valid,status,optimize_seconds,simulations,note\n", 0) == 0);
+  std::stringstream cs(text);
+  std::string line;
+  std::getline(cs, line);
+  int human_lines = 0;
+  while (std::getline(cs, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    REQUIRE(f.size() >= 8);
+    if (f[2] != "human") continue;
+    ++human_lines;
+    CHECK(f[4] == "1");
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "| %s | %s |", f[0].c_str(), f[1].c_str());
+    const std::string& row = f[0] == "zoo:rnnlm2" ? rows[0] : rows[1];
+    CHECK(row.rfind(cell, 0) == 0);
+    std::snprintf(cell, sizeof cell, "%.2f (", std::stod(f[3]));
+    CHECK_THAT(row, Contains(cell));
+  }
+  CHECK(human_lines == 2);
+  fs::remove(csv);
+}
