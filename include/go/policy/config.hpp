@@ -17,6 +17,7 @@
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/core/json_field.hpp"
 #include "go/kernels/aggregate.hpp"
 
 namespace go::policy {
@@ -95,45 +96,27 @@ struct PolicyConfig {
     PolicyConfig c;
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
-      const nlohmann::json& v = it.value();
-      auto integer = [&](auto& dst) {
-        GO_CHECK(v.is_number_integer(), where, ": \"", k, "\" must be an integer, got ", v.dump());
-        dst = v.get<std::remove_reference_t<decltype(dst)>>();
-      };
-      auto boolean = [&](bool& dst) {
-        GO_CHECK(v.is_boolean(), where, ": \"", k, "\" must be true or false, got ", v.dump());
-        dst = v.get<bool>();
-      };
+      const JsonField f{where, k, it.value()};
       if (k == "type") {
-        GO_CHECK(v.is_string() && v.get<std::string>() == "go_policy", where, ": \"type\" is ", v.dump(),
-                 ", expected \"go_policy\"");
-      } else if (k == "hidden") integer(c.hidden);
-      else if (k == "sage_layers") integer(c.sage_layers);
-      else if (k == "aggregation") {
-        GO_CHECK(v.is_string(), where, ": \"aggregation\" must be a string, got ", v.dump());
-        c.aggregation = v.get<std::string>();
-      } else if (k == "heads") integer(c.heads);
-      else if (k == "segment_length") integer(c.segment_length);
-      else if (k == "memory_length") integer(c.memory_length);
-      else if (k == "causal") boolean(c.causal);
-      else if (k == "layers_per_task") integer(c.layers_per_task);
-      else if (k == "ffn_dim") integer(c.ffn_dim);
-      else if (k == "max_devices") integer(c.max_devices);
-      else if (k == "priority_levels") integer(c.priority_levels);
-      else if (k == "superposition") boolean(c.superposition);
-      else if (k == "value_hidden") integer(c.value_hidden);
-      else if (k == "head_gain") {
-        GO_CHECK(v.is_number(), where, ": \"head_gain\" must be a number, got ", v.dump());
-        c.head_gain = v.get<float>();
-      } else if (k == "anchor") boolean(c.anchor);
-      else if (k == "anchor_bias") {
-        GO_CHECK(v.is_number(), where, ": \"anchor_bias\" must be a number, got ", v.dump());
-        c.anchor_bias = v.get<float>();
-      } else if (k == "seed") {
-        GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), where,
-                 ": \"seed\" must be a non-negative integer, got ", v.dump());
-        c.seed = v.get<std::uint64_t>();
-      } else {
+        f.type("go_policy");
+      } else if (k == "hidden") f.integer(c.hidden);
+      else if (k == "sage_layers") f.integer(c.sage_layers);
+      else if (k == "aggregation") f.string(c.aggregation);
+      else if (k == "heads") f.integer(c.heads);
+      else if (k == "segment_length") f.integer(c.segment_length);
+      else if (k == "memory_length") f.integer(c.memory_length);
+      else if (k == "causal") f.boolean(c.causal);
+      else if (k == "layers_per_task") f.integer(c.layers_per_task);
+      else if (k == "ffn_dim") f.integer(c.ffn_dim);
+      else if (k == "max_devices") f.integer(c.max_devices);
+      else if (k == "priority_levels") f.integer(c.priority_levels);
+      else if (k == "superposition") f.boolean(c.superposition);
+      else if (k == "value_hidden") f.integer(c.value_hidden);
+      else if (k == "head_gain") f.number(c.head_gain);
+      else if (k == "anchor") f.boolean(c.anchor);
+      else if (k == "anchor_bias") f.number(c.anchor_bias);
+      else if (k == "seed") f.seed(c.seed);
+      else {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, hidden, sage_layers, aggregation, heads, "
                        "segment_length, memory_length, causal, layers_per_task, ffn_dim, max_devices, "
                        "priority_levels, superposition, value_hidden, head_gain, anchor, anchor_bias, seed)");
@@ -144,13 +127,7 @@ struct PolicyConfig {
   }
 
   static PolicyConfig parse(const std::string& text, const std::string& where = "policy config") {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      GO_FAIL(where, ": not valid JSON: ", e.what());
-    }
-    return from_json(j, where);
+    return from_json(parse_json_config(text, where), where);
   }
   static PolicyConfig load(const std::string& path) { return parse(read_file(path), path); }
 };

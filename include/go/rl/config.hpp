@@ -45,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "go/core/error.hpp"
+#include "go/core/json_field.hpp"
 #include "go/core/file.hpp"
 #include "go/policy/config.hpp"
 
@@ -171,61 +172,42 @@ struct TrainConfig {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
       const nlohmann::json& v = it.value();
-      auto integer = [&](auto& dst) {
-        GO_CHECK(v.is_number_integer(), where, ": \"", k, "\" must be an integer, got ", v.dump());
-        dst = v.get<std::remove_reference_t<decltype(dst)>>();
-      };
-      auto number = [&](double& dst) {
-        GO_CHECK(v.is_number(), where, ": \"", k, "\" must be a number, got ", v.dump());
-        dst = v.get<double>();
-      };
-      auto boolean = [&](bool& dst) {
-        GO_CHECK(v.is_boolean(), where, ": \"", k, "\" must be true or false, got ", v.dump());
-        dst = v.get<bool>();
-      };
-      auto string = [&](std::string& dst) {
-        GO_CHECK(v.is_string(), where, ": \"", k, "\" must be a string, got ", v.dump());
-        dst = v.get<std::string>();
-      };
+      const JsonField f{where, k, v};
       if (k == "type") {
-        GO_CHECK(v.is_string() && v.get<std::string>() == "go_ppo", where, ": \"type\" is ", v.dump(),
-                 ", expected \"go_ppo\"");
+        f.type("go_ppo");
       } else if (k == "policy") c.policy = policy::PolicyConfig::from_json(v, where + ": policy");
-      else if (k == "updates") integer(c.updates);
-      else if (k == "samples") integer(c.samples);
-      else if (k == "graphs_per_update") integer(c.graphs_per_update);
-      else if (k == "epochs") integer(c.epochs);
-      else if (k == "minibatch") integer(c.minibatch);
-      else if (k == "clip") number(c.clip);
-      else if (k == "ratio") string(c.ratio);
-      else if (k == "entropy_coef") number(c.entropy_coef);
-      else if (k == "value_coef") number(c.value_coef);
-      else if (k == "lr") number(c.lr);
-      else if (k == "lr_schedule") string(c.lr_schedule);
-      else if (k == "lr_final") number(c.lr_final);
-      else if (k == "warmup_updates") integer(c.warmup_updates);
-      else if (k == "adam_beta1") number(c.adam_beta1);
-      else if (k == "adam_beta2") number(c.adam_beta2);
-      else if (k == "adam_eps") number(c.adam_eps);
-      else if (k == "max_grad_norm") number(c.max_grad_norm);
-      else if (k == "target_kl") number(c.target_kl);
-      else if (k == "baseline") string(c.baseline);
-      else if (k == "baseline_decay") number(c.baseline_decay);
-      else if (k == "normalize_advantages") boolean(c.normalize_advantages);
-      else if (k == "reward") string(c.reward);
-      else if (k == "min_valid_reward") number(c.min_valid_reward);
-      else if (k == "invalid_reward") number(c.invalid_reward);
-      else if (k == "oom_excess_penalty") number(c.oom_excess_penalty);
-      else if (k == "training") boolean(c.training);
-      else if (k == "colocate") boolean(c.colocate);
-      else if (k == "anchor_placements") string(c.anchor_placements);
-      else if (k == "threads") integer(c.threads);
-      else if (k == "checkpoint_every") integer(c.checkpoint_every);
-      else if (k == "seed") {
-        GO_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0), where,
-                 ": \"seed\" must be a non-negative integer, got ", v.dump());
-        c.seed = v.get<std::uint64_t>();
-      } else {
+      else if (k == "updates") f.integer(c.updates);
+      else if (k == "samples") f.integer(c.samples);
+      else if (k == "graphs_per_update") f.integer(c.graphs_per_update);
+      else if (k == "epochs") f.integer(c.epochs);
+      else if (k == "minibatch") f.integer(c.minibatch);
+      else if (k == "clip") f.number(c.clip);
+      else if (k == "ratio") f.string(c.ratio);
+      else if (k == "entropy_coef") f.number(c.entropy_coef);
+      else if (k == "value_coef") f.number(c.value_coef);
+      else if (k == "lr") f.number(c.lr);
+      else if (k == "lr_schedule") f.string(c.lr_schedule);
+      else if (k == "lr_final") f.number(c.lr_final);
+      else if (k == "warmup_updates") f.integer(c.warmup_updates);
+      else if (k == "adam_beta1") f.number(c.adam_beta1);
+      else if (k == "adam_beta2") f.number(c.adam_beta2);
+      else if (k == "adam_eps") f.number(c.adam_eps);
+      else if (k == "max_grad_norm") f.number(c.max_grad_norm);
+      else if (k == "target_kl") f.number(c.target_kl);
+      else if (k == "baseline") f.string(c.baseline);
+      else if (k == "baseline_decay") f.number(c.baseline_decay);
+      else if (k == "normalize_advantages") f.boolean(c.normalize_advantages);
+      else if (k == "reward") f.string(c.reward);
+      else if (k == "min_valid_reward") f.number(c.min_valid_reward);
+      else if (k == "invalid_reward") f.number(c.invalid_reward);
+      else if (k == "oom_excess_penalty") f.number(c.oom_excess_penalty);
+      else if (k == "training") f.boolean(c.training);
+      else if (k == "colocate") f.boolean(c.colocate);
+      else if (k == "anchor_placements") f.string(c.anchor_placements);
+      else if (k == "threads") f.integer(c.threads);
+      else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
+      else if (k == "seed") f.seed(c.seed);
+      else {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
@@ -238,13 +220,7 @@ struct TrainConfig {
   }
 
   static TrainConfig parse(const std::string& text, const std::string& where = "train config") {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text, nullptr, true, true);
-    } catch (const nlohmann::json::exception& e) {
-      GO_FAIL(where, ": not valid JSON: ", e.what());
-    }
-    return from_json(j, where);
+    return from_json(parse_json_config(text, where, /*comments=*/true), where);
   }
   static TrainConfig load(const std::string& path) { return parse(read_file(path), path); }
 

@@ -1,0 +1,58 @@
+#pragma once
+// Reading the keys of a JSON config object (go/policy/config.hpp, go/rl/config.hpp) with one-line
+// errors that name the config and the key.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
+
+namespace go {
+
+// One key `key` with value `value` of the config named `where`.
+struct JsonField {
+  const std::string& where;
+  const std::string& key;
+  const nlohmann::json& value;
+
+  template <class T>
+  void integer(T& dst) const {
+    GO_CHECK(value.is_number_integer(), where, ": \"", key, "\" must be an integer, got ", value.dump());
+    dst = value.get<T>();
+  }
+  template <class T>
+  void number(T& dst) const {
+    GO_CHECK(value.is_number(), where, ": \"", key, "\" must be a number, got ", value.dump());
+    dst = value.get<T>();
+  }
+  void boolean(bool& dst) const {
+    GO_CHECK(value.is_boolean(), where, ": \"", key, "\" must be true or false, got ", value.dump());
+    dst = value.get<bool>();
+  }
+  void string(std::string& dst) const {
+    GO_CHECK(value.is_string(), where, ": \"", key, "\" must be a string, got ", value.dump());
+    dst = value.get<std::string>();
+  }
+  void seed(std::uint64_t& dst) const {
+    GO_CHECK(value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0), where,
+             ": \"", key, "\" must be a non-negative integer, got ", value.dump());
+    dst = value.get<std::uint64_t>();
+  }
+  // The "type" key: must be the string `expected`.
+  void type(const char* expected) const {
+    GO_CHECK(value.is_string() && value.get<std::string>() == expected, where, ": \"type\" is ", value.dump(),
+             ", expected \"", expected, "\"");
+  }
+};
+
+// Parses a config's text; `comments` allows // and /* */ comments.
+inline nlohmann::json parse_json_config(const std::string& text, const std::string& where, bool comments = false) {
+  try {
+    return nlohmann::json::parse(text, nullptr, true, comments);
+  } catch (const nlohmann::json::exception& e) {
+    GO_FAIL(where, ": not valid JSON: ", e.what());
+  }
+}
+
+}  // namespace go
