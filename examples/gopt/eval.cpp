@@ -191,18 +191,7 @@ void add_eval_command(CLI::App& app) {
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
   cmd->callback([opts]() {
-    try {
-      run_eval(*opts);
-    } catch (const go::Error& e) {
-      std::fprintf(stderr, "gopt eval: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "gopt eval: out of host memory\n");
-      throw CLI::RuntimeError(1);
-    } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "gopt eval: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    }
+    run_command("eval", [&] { run_eval(*opts); });
   });
 }
 

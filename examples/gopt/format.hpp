@@ -1,7 +1,14 @@
 #pragma once
 // Text helpers shared by the gopt commands.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <new>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "go/core/error.hpp"
 
 namespace gopt {
 
@@ -23,6 +30,24 @@ inline std::string human_bytes(double b) {
   char buf[64];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
   return buf;
+}
+
+// Runs the body of `gopt <command>`: bad input (go::Error, malformed JSON) or exhausted host memory
+// becomes one line "gopt <command>: <what>" on stderr and exit status 1.
+template <class F>
+void run_command(const char* command, F&& body) {
+  try {
+    body();
+  } catch (const go::Error& e) {
+    std::fprintf(stderr, "gopt %s: %s\n", command, printable(e.what()).c_str());
+    throw CLI::RuntimeError(1);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gopt %s: out of host memory\n", command);
+    throw CLI::RuntimeError(1);
+  } catch (const nlohmann::json::exception& e) {
+    std::fprintf(stderr, "gopt %s: %s\n", command, printable(e.what()).c_str());
+    throw CLI::RuntimeError(1);
+  }
 }
 
 }  // namespace gopt

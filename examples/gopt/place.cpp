@@ -97,18 +97,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
   cmd->callback([opts]() {
-    try {
-      run_place(*opts);
-    } catch (const go::Error& e) {
-      std::fprintf(stderr, "gopt place: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "gopt place: out of host memory\n");
-      throw CLI::RuntimeError(1);
-    } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "gopt place: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    }
+    run_command("place", [&] { run_place(*opts); });
   });
 }
 

@@ -147,18 +147,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {
     opts->repeat_given = cmd->count("--repeat") > 0;
-    try {
-      run_simulate(*opts);
-    } catch (const go::Error& e) {
-      std::fprintf(stderr, "gopt simulate: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    } catch (const std::bad_alloc&) {
-      std::fprintf(stderr, "gopt simulate: out of host memory\n");
-      throw CLI::RuntimeError(1);
-    } catch (const nlohmann::json::exception& e) {
-      std::fprintf(stderr, "gopt simulate: %s\n", printable(e.what()).c_str());
-      throw CLI::RuntimeError(1);
-    }
+    run_command("simulate", [&] { run_simulate(*opts); });
   });
 }
 
