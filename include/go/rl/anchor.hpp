@@ -75,16 +75,6 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
   return out;
 }
 
-namespace detail::anchor {
-inline double memory_excess(const SimResult& r, const Cluster& c) {
-  double e = 0;
-  for (std::size_t d = 0; d < r.peak_memory.size() && d < c.devices.size(); ++d) {
-    const double cap = static_cast<double>(c.devices[d].spec.memory_bytes);
-    if (cap > 0) e += std::max(0.0, static_cast<double>(r.peak_memory[d]) / cap - 1.0);
-  }
-  return e;
-}
-}  // namespace detail::anchor
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
 // `which`: comma-separated subset of default, human, metis, m-etf, m-sct. A heuristic that cannot handle
@@ -132,7 +122,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         Plan dp = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
         SimResult r = sim.simulate(dp, ws);
         const bool valid = r.valid && std::isfinite(r.step_time);
-        const double key = valid ? r.step_time : detail::anchor::memory_excess(r, c);
+        const double key = valid ? r.step_time : memory_excess(r, c);
         if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
           best_valid = valid;
           best_key = key;

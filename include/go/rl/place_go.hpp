@@ -51,10 +51,6 @@ inline std::string ms(double t) {
   return b;
 }
 
-inline bool is_checkpoint(const std::string& path) {
-  return load_tensors(path).meta.value("format", "") == "go-ppo-checkpoint";
-}
-
 }  // namespace detail::go_method
 
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
@@ -62,7 +58,10 @@ inline bool is_checkpoint(const std::string& path) {
 // samples, seeded by `seed`, on the graph as given, anchored on every heuristic.
 inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
                                    std::int64_t finetune, int samples, std::uint64_t seed) {
-  TrainConfig cfg = detail::go_method::is_checkpoint(policy_path) ? PpoTrainer::checkpoint_config(policy_path) : TrainConfig{};
+  const LoadedTensors lt = load_tensors(policy_path);
+  TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
+                        ? TrainConfig::from_json(lt.meta.at("config"), policy_path + ": config")
+                        : TrainConfig{};
   cfg.policy = policy.config();
   cfg.updates = std::max<std::int64_t>(0, finetune);
   cfg.seed = seed;
@@ -106,18 +105,16 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
       best = std::move(p);
     }
   };
+  const auto [greedy, greedy_result] = t.greedy_plan(0);
+  consider(greedy, greedy_result, rep.greedy_step_time);
   {
-    auto [p, r] = t.greedy_plan(0);
-    consider(std::move(p), r, rep.greedy_step_time);
     NoGradGuard ng;
     const Rng base = Rng(seed).fork(0x60ull << 56);
     SimWorkspace ws = task.sim->make_workspace();
-    policy::DecodeOptions dopt;
-    dopt.colocate = cfg.colocate;
     for (int k = 0; k < samples; ++k) {
       Rng r = base.fork(static_cast<std::uint64_t>(k));
       const auto out = pol->forward(task.pg, c.num_devices(), policy::Decode::sample, nullptr, &r);
-      Plan sp = policy::to_plan(policy::decode(g, task.pg, out.actions, c.num_devices(), dopt));
+      Plan sp = t.plan_of(0, out.actions);
       const SimResult& sr = task.sim->simulate(sp, ws);
       consider(std::move(sp), sr, rep.sampled_step_time);
     }
@@ -132,9 +129,7 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
       best = t.task(0).best_plan;
     }
   }
-  if (!std::isfinite(best_t)) {  // nothing fits: the greedy plan, so the caller sees why
-    best = t.greedy_plan(0).first;
-  }
+  if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
   if (report) *report = rep;
   return best;
 }

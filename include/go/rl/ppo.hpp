@@ -246,12 +246,7 @@ class PpoTrainer {
     if (!r.valid || !std::isfinite(r.step_time)) {
       double v = cfg_.invalid_reward;
       if (r.status == SimStatus::out_of_memory && cfg_.oom_excess_penalty > 0) {
-        double excess = 0;
-        for (std::size_t d = 0; d < r.peak_memory.size() && d < cluster_.devices.size(); ++d) {
-          const double cap = static_cast<double>(cluster_.devices[d].spec.memory_bytes);
-          if (cap > 0) excess += std::max(0.0, static_cast<double>(r.peak_memory[d]) / cap - 1.0);
-        }
-        v -= cfg_.oom_excess_penalty * std::min(excess, 10.0);
+        v -= cfg_.oom_excess_penalty * std::min(memory_excess(r, cluster_), 10.0);
       }
       return v;
     }
@@ -269,6 +264,9 @@ class PpoTrainer {
     SimResult r = t.sim->simulate(p);
     return {std::move(p), std::move(r)};
   }
+
+  // The plan that actions (rows in graph i's policy order) decode to, as update() decodes samples.
+  Plan plan_of(std::size_t i, const policy::Actions& a) const { return plan_of(*tasks_.at(i), a); }
 
   // One PPO update.
   UpdateStats update() {

@@ -1345,6 +1345,17 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
 }
 
 // One line saying why the plan is invalid ("" when valid), worded as check_plan() words it.
+// How far a result's per-device peaks exceed the devices' capacities: the sum over devices of
+// max(0, peak / capacity - 1) (0 when everything fits).
+inline double memory_excess(const SimResult& r, const Cluster& c) {
+  double e = 0;
+  for (std::size_t d = 0; d < r.peak_memory.size() && d < c.devices.size(); ++d) {
+    const double cap = static_cast<double>(c.devices[d].spec.memory_bytes);
+    if (cap > 0) e += std::max(0.0, static_cast<double>(r.peak_memory[d]) / cap - 1.0);
+  }
+  return e;
+}
+
 inline std::string sim_reason(const SimResult& r, const OpGraph& g, const Cluster& c) {
   auto dev_name = [&](std::int32_t d) {
     return std::to_string(d);
