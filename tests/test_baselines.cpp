@@ -187,12 +187,15 @@ TEST_CASE("baselines: a chain that does not fit one device", "[baselines]") {
     for (int i = 0; i + 1 < 4; ++i) cuts += r.plan.device[static_cast<std::size_t>(i)] != r.plan.device[static_cast<std::size_t>(i) + 1];
     CHECK(cuts == 1);
   }
-  // on one device nothing fits: every method says so
+  // on one device nothing fits: every method says so, without memory-feedback re-runs (no budget
+  // can change a one-device plan)
   for (const auto& m : {"m-etf", "heft", "m-topo"}) {
     const go::PlaceResult r = go::place(m, g, test_cluster(1, 1000000000));
     CHECK_FALSE(r.valid);
     CHECK(r.status == go::SimStatus::out_of_memory);
-    CHECK_THAT(r.note, Contains("memory estimate"));
+    CHECK_THAT(r.reason, Contains("out of memory"));
+    CHECK(r.simulations == 0);
+    CHECK_THAT(r.note, !Contains("memory feedback"));
   }
 }
 
@@ -316,27 +319,61 @@ TEST_CASE("baselines: the seed makes random choices reproducible", "[baselines]"
 
 // The default sizes of bench/README.md (random/anneal get 10 simulations), on k devices. Every plan
 // passes the simulator's checks (place() throws otherwise) and is valid or out of memory with the
-// reason. Where the human plan fits, every method but default (all on one device) fits too; the
-// out-of-memory results are listed (default on the large graphs; on gnmt8 x2, where human and METIS
-// do not fit either, m-topo, m-etf, random and anneal).
+// reason. Where the human plan fits, every method but default (all on one device) fits too; where
+// any method fits, the list schedulers (heft, m-etf, m-sct, with the memory feedback) fit too. The
+// out-of-memory results are listed: default on the large graphs; on gnmt8 x2, where human and METIS
+// do not fit either, m-topo (no split of its topological fill fits: bench/README.md) and random and
+// anneal at this budget.
 static void every_method_fits_where_human_fits(int k) {
   std::string oom;
   const go::Cluster c = go::cluster_preset("v100x" + std::to_string(k));
   for (const auto& name : go::zoo_names()) {
     const go::OpGraph g = go::make_training_graph(go::make_zoo_graph(name));
     const bool human_fits = go::place("human", g, c).valid;
+    bool any_fits = false;
+    std::vector<std::string> list_oom;
     for (const auto& m : kAll) {
       INFO(name << " on " << k << " devices: " << m);
       const go::PlaceResult r = go::place(m, g, c, small_budget(10));
       CHECK((r.valid || r.status == go::SimStatus::out_of_memory));
+      any_fits = any_fits || r.valid;
       if (!r.valid) {
         CHECK_THAT(r.reason, Contains("out of memory"));
         oom += " " + name + "/" + m;
+        if (m == "heft" || m == "m-etf" || m == "m-sct") list_oom.push_back(m);
+        // the list schedulers and m-topo re-ran with adjusted budgets before giving up
+        if (m == "heft" || m == "m-topo" || m == "m-etf" || m == "m-sct") CHECK_THAT(r.note, Contains("none fits"));
       }
       if (human_fits && m != "default") CHECK(r.valid);
     }
+    INFO(name << " on " << k << " devices");
+    if (any_fits) CHECK(list_oom.empty());
   }
   WARN("out of memory on " << k << " devices (graph/method):" << oom);
+}
+
+// m-TOPO cannot fit gnmt8 on 2 devices (bench/README.md, observations): no share of its fill between
+// 30% and 70% for the first device gives a plan that fits, and place() reports its best attempt as
+// out of memory after the memory feedback.
+TEST_CASE("baselines: no split of m-TOPO's fill fits gnmt8 on 2 devices", "[baselines][zoo]") {
+  const go::OpGraph g = go::make_training_graph(go::make_zoo_graph("gnmt8"));
+  const go::Cluster c = go::cluster_preset("v100x2");
+  double total = 0;
+  for (const go::Op& o : g.ops()) total += static_cast<double>(go::detail::base::op_footprint(o));
+  for (int pct = 30; pct <= 70; pct += 2) {
+    INFO("share of device 0: " << pct << "%");
+    go::Cluster work = c;
+    work.devices[0].spec.memory_bytes = static_cast<std::int64_t>(1.3 * total * pct / 100);
+    work.devices[1].spec.memory_bytes = static_cast<std::int64_t>(1.3 * total * (100 - pct) / 100);
+    go::PlaceResult r;
+    go::evaluate_plan(g, c, go::m_topo_plan(g, work), r);
+    CHECK(r.status == go::SimStatus::out_of_memory);
+  }
+  const go::PlaceResult r = go::place("m-topo", g, c);
+  CHECK(r.status == go::SimStatus::out_of_memory);
+  CHECK_THAT(r.note, Contains("16 re-run(s)") && Contains("none fits"));
+  // the best attempt is returned: no device more than 5% over
+  for (std::size_t d = 0; d < 2; ++d) CHECK(r.peak_memory[d] < 1.05 * static_cast<double>(c.spec(static_cast<std::int32_t>(d)).memory_bytes));
 }
 
 TEST_CASE("baselines: every method on the default-size zoo training graphs, 2 devices", "[baselines][zoo]") {

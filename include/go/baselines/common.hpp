@@ -76,28 +76,6 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 // estimate is conservative.
 inline std::int64_t op_footprint(const Op& o) { return o.param_bytes + o.output_bytes + o.temp_bytes; }
 
-// Static bytes each device holds under `device` (a device per op): the footprints of its ops plus
-// one received copy of every tensor it reads from another device. The simulator never holds more
-// on a device at once (it frees activations and received copies after their last reader).
-inline std::vector<std::int64_t> static_load(const OpGraph& g, const std::vector<std::int32_t>& device, std::int32_t k) {
-  std::vector<std::int64_t> load(static_cast<std::size_t>(k), 0);
-  std::vector<std::int32_t> stamp(static_cast<std::size_t>(g.num_tensors()) * static_cast<std::size_t>(k), 0);
-  for (OpId v = 0; v < g.num_ops(); ++v) {
-    const std::int32_t d = device[static_cast<std::size_t>(v)];
-    load[static_cast<std::size_t>(d)] += op_footprint(g.op(v));
-    const auto pred = g.pred(v);
-    const auto pt = g.pred_tensors(v);
-    for (std::size_t e = 0; e < pred.size(); ++e) {
-      if (pt[e] < 0 || device[static_cast<std::size_t>(pred[e])] == d) continue;
-      auto& seen = stamp[static_cast<std::size_t>(pt[e]) * static_cast<std::size_t>(k) + static_cast<std::size_t>(d)];
-      if (seen) continue;
-      seen = 1;
-      load[static_cast<std::size_t>(d)] += g.tensor(pt[e]).bytes;
-    }
-  }
-  return load;
-}
-
 // Data bytes on the edge (pred k of op v): the tensor's bytes, 0 for a control edge.
 inline double edge_bytes(const OpGraph& g, TensorId t) {
   return t < 0 ? 0.0 : static_cast<double>(g.tensor(t).bytes);

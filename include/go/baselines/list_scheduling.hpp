@@ -18,8 +18,8 @@
 //   memory        Baechi's static estimate per op: parameters + outputs + temporary bytes
 //                 (detail::base::op_footprint); a device accepts an op while its sum stays within
 //                 DeviceSpec::memory_bytes (place() scales these budgets when the estimate of the
-//                 whole graph exceeds the cluster's memory, and lowers the budget of a device the
-//                 simulator finds out of memory: see place.hpp). When no device can take an op the
+//                 whole graph exceeds the cluster's memory, and adjusts them to the simulated
+//                 peaks while the plan is out of memory: see place.hpp). When no device can take an op the
 //                 op goes to the device with the most room left and the result's note says how
 //                 many ops overflowed (the simulator, which frees activations, decides whether the
 //                 plan fits).

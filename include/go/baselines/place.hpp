@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +45,7 @@ struct PlaceMethod {
   std::string name;
   std::string help;  // one line
   PlaceFn fn;
-  // Re-run with a smaller memory budget on the device the simulator reports out of memory (see
+  // Re-run with device budgets adjusted to the simulated peaks while the plan is out of memory (see
   // place()); for methods that read DeviceSpec::memory_bytes as their budget.
   bool memory_feedback = false;
   // The method chooses fusion itself (the RL method): its plan's fusion is kept as it is, and
@@ -150,12 +151,14 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // Memory feedback (methods with memory_feedback: heft, m-topo, m-etf, m-sct): their static memory
 // estimate (parameters + every output for the whole step) differs from what the simulator keeps
 // live, so a plan may still run a device out of memory. Their budgets are first scaled by
-// scale_budgets_to_estimate(); when the simulated plan is out of memory on device d (needing
-// `need` bytes of `cap`), the method runs again with d's budget set to 0.8 * cap / need times the
-// smaller of its budget and its static load under the plan (detail::base::static_load: footprints
-// + received copies; a budget above the load would change nothing), up to 16 times; the retries
-// (each one simulation) count in optimize_seconds and simulations, and the note says how many were
-// made. The first plan that fits is returned, else the last one.
+// scale_budgets_to_estimate(); when the simulated plan is out of memory, the method runs again with
+// every device's budget multiplied by 0.97 x capacity / simulated peak, clamped to [0.5, 1.25]:
+// devices over capacity shrink, devices with room grow and take what the others shed (the budgets
+// act as relative shares once the estimate exceeds them, as m-TOPO's caps do; shrinking only the
+// overflowing device left m-ETF oscillating between the two devices of gnmt8 x2). Up to 16 re-runs;
+// they (each one simulation) count in optimize_seconds and simulations, and the note says how many
+// were made. The first plan that fits is returned, else the attempt whose worst device is least
+// over its capacity. On a single device there is nothing to adjust: no re-runs.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
   constexpr int kMaxRetries = 16;
   const PlaceMethod& m = find_place_method(method);
@@ -165,7 +168,11 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
   const auto t0 = std::chrono::steady_clock::now();
   Cluster work = c;
   if (m.memory_feedback) scale_budgets_to_estimate(g, work);
+  // on one device no budget changes the plan
+  const bool feedback = m.memory_feedback && c.num_devices() > 1;
   int retries = 0;
+  PlaceResult best;  // the attempt least over capacity, while none fits
+  double best_over = std::numeric_limits<double>::infinity();
   for (;;) {
     r.note.clear();
     r.plan = m.fn(g, work, opts, r);
@@ -178,22 +185,36 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
     GO_CHECK(bad.empty(), g.where(), method, " produced an invalid plan: ", bad);
     evaluate_plan(g, c, r.plan, r, opts.sim);
     GO_CHECK(r.valid || r.status == SimStatus::out_of_memory, g.where(), method, " produced an invalid plan: ", r.reason);
-    if (r.valid || !m.memory_feedback || retries == kMaxRetries || r.problem_device < 0 || r.problem_bytes <= 0) {
+    const bool last = r.valid || !feedback || retries == kMaxRetries;
+    if (!r.valid && feedback) {
+      double over = 0;
+      for (std::int32_t d = 0; d < c.num_devices(); ++d)
+        over = std::max(over, static_cast<double>(r.peak_memory[static_cast<std::size_t>(d)]) / static_cast<double>(c.spec(d).memory_bytes));
+      if (over < best_over) {
+        best_over = over;
+        best = r;
+      }
+      if (last) {
+        const double t = r.optimize_seconds;
+        r = std::move(best);
+        r.optimize_seconds = t;
+      }
+    }
+    if (last) {
       if (retries > 0) {
         r.simulations += retries;
         r.note += std::string(r.note.empty() ? "" : "; ") + "memory feedback: " + std::to_string(retries) +
-                  " re-run(s) with lowered device budgets";
+                  " re-run(s) with adjusted device budgets" + (r.valid ? "" : ", none fits; the attempt least over capacity is returned");
       }
       return r;
     }
-    auto& spec = work.devices[static_cast<std::size_t>(r.problem_device)].spec;
-    const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
-    const double f = 0.8 * cap / std::max(cap, static_cast<double>(r.problem_bytes));
-    // the device's static load under this plan: a budget above it would change nothing
-    const double load = static_cast<double>(
-        detail::base::static_load(g, r.plan.device, c.num_devices())[static_cast<std::size_t>(r.problem_device)]);
-    const double base = std::min(static_cast<double>(spec.memory_bytes), load);
-    spec.memory_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(base * f));
+    for (std::int32_t d = 0; d < c.num_devices(); ++d) {
+      auto& spec = work.devices[static_cast<std::size_t>(d)].spec;
+      const double cap = static_cast<double>(c.spec(d).memory_bytes);
+      const double peak = std::max(1.0, static_cast<double>(r.peak_memory[static_cast<std::size_t>(d)]));
+      const double f = std::clamp(0.97 * cap / peak, 0.5, 1.25);
+      spec.memory_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(spec.memory_bytes) * f));
+    }
     ++retries;
   }
 }
