@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/core/json_field.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/rl/all.hpp"
@@ -39,6 +41,7 @@ struct TrainOptions {
   std::string out = "gopt-train.ckpt";
   std::string metrics;
   std::string plan_out;
+  std::string init_policy;
   std::int64_t updates = -1;
   std::int64_t seed = -1;
   int threads = -1;
@@ -67,11 +70,15 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   const bool resuming = resume_flag != 0;
   GO_CHECK(!resuming || std::filesystem::exists(o.out), "rank ", comm.rank(), ": the checkpoint ", o.out,
            " being resumed is missing here (every machine needs it at the same path)");
+  // with --init-policy the network comes from the policy file unless the config names one
+  const bool config_policy =
+      !o.config.empty() && go::parse_json_config(go::read_file(o.config), o.config, /*comments=*/true).contains("policy");
   go::rl::TrainConfig cfg;
   if (resuming) {
     cfg = go::rl::PpoTrainer::checkpoint_config(o.out);
     if (!o.config.empty()) {
       go::rl::TrainConfig given = go::rl::TrainConfig::load(o.config);
+      if (!o.init_policy.empty() && !config_policy) given.policy = cfg.policy;
       given.updates = cfg.updates;
       given.threads = cfg.threads;
       given.checkpoint_every = cfg.checkpoint_every;
@@ -93,10 +100,24 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   if (o.threads >= 0) cfg.threads = o.threads;
   cfg.validate();
 
+  // A new run may start from a pre-trained policy; its network replaces the config's "policy". A
+  // resumed run continues from its checkpoint (which already holds those weights), so the same
+  // command line can be re-run with --resume.
+  std::shared_ptr<go::policy::GoPolicy> init;
+  if (!o.init_policy.empty() && !resuming) {
+    std::error_code ec;
+    GO_CHECK(std::filesystem::is_regular_file(o.init_policy, ec), o.init_policy,
+             ": --init-policy file not found (a policy file or a gopt train checkpoint, e.g. policies/go-zoo-v100x4.ckpt)");
+    init = go::rl::load_policy(o.init_policy);
+    GO_CHECK(!config_policy || cfg.policy.to_json() == init->config().to_json(), o.config,
+             ": its \"policy\" section differs from the network of --init-policy ", o.init_policy,
+             " (drop the section: the network comes from the policy file)");
+  }
+
   const go::Cluster cluster = go::load_cluster(o.cluster);
   std::vector<go::OpGraph> graphs;
   for (const auto& g : o.graphs) graphs.push_back(go::load_graph(g));
-  go::rl::PpoTrainer trainer(cfg, std::move(graphs), cluster);
+  go::rl::PpoTrainer trainer(cfg, std::move(graphs), cluster, init);
   const std::string metrics = o.metrics.empty() ? o.out + ".csv" : o.metrics;
   if (resuming) {
     trainer.load_checkpoint(o.out);
@@ -110,9 +131,10 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   if (!quiet) {
     char procs[32] = "1 process";
     if (comm.size() > 1) std::snprintf(procs, sizeof procs, "%d ranks", comm.size());
-    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters, %s%lld updates of %d samples, %s\n",
+    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters%s%s, %s%lld updates of %d samples, %s\n",
                  trainer.num_graphs(), cluster.name.c_str(), cluster.num_devices(),
-                 static_cast<long long>(trainer.policy()->num_parameters()), resuming ? "resuming at " : "",
+                 static_cast<long long>(trainer.policy()->num_parameters()), init ? " from " : "",
+                 init ? o.init_policy.c_str() : "", resuming ? "resuming at " : "",
                  static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples, procs);
     for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
       const auto& t = trainer.task(i);
@@ -178,6 +200,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)");
   cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)");
   cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
+  cmd->add_option("--init-policy", o->init_policy,
+                  "Start a new run from this policy's weights (a policy file or a gopt train checkpoint, e.g. "
+                  "policies/go-zoo-v100x4.ckpt); its network replaces the config's \"policy\"; a run that "
+                  "--resume continues keeps its checkpoint's weights");
   cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)");
   cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");
   cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");

@@ -1,0 +1,137 @@
+// `gopt train` (examples/gopt/train.cpp), compiled into this test and run in-process as one process
+// (the MPI path is tested by tests/mpi_gopt_train.sh): a run from scratch, a new run that starts from
+// a pre-trained policy (--init-policy), and the errors of that option.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../examples/gopt/train.cpp"
+#include "cli_capture.hpp"
+#include "go/core/file.hpp"
+#include "go/rl/ppo.hpp"
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+go::test::CliResult run_gopt(const std::vector<std::string>& args) {
+  return go::test::run_cli([](CLI::App& app) { gopt::add_train_command(app); }, args);
+}
+
+std::string tmp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("go_train_cli_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+const std::string kGraph = std::string(GO_TEST_DATA_DIR) + "/graph/example.json";
+
+// A tiny policy (fast); `hidden` sets the network's width.
+std::string tiny_config(int hidden, bool with_policy = true) {
+  std::string s = R"({ "type": "go_ppo", "samples": 4, "epochs": 1, "minibatch": 2, "updates": 2, "seed": 3, "threads": 1)";
+  if (with_policy)
+    s += R"(, "policy": { "hidden": )" + std::to_string(hidden) +
+         R"(, "heads": 2, "sage_layers": 1, "segment_length": 8, "memory_length": 8, "ffn_dim": 32, "value_hidden": 16 })";
+  return s + " }";
+}
+
+// The policy parameters of two files, by name, compared exactly.
+bool same_weights(const std::string& a, const std::string& b) {
+  const auto pa = go::rl::load_policy(a)->named_parameters();
+  const auto pb = go::rl::load_policy(b)->named_parameters();
+  if (pa.size() != pb.size()) return false;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    if (pa[i].first != pb[i].first || pa[i].second.shape() != pb[i].second.shape()) return false;
+    const float* x = pa[i].second.value().data<float>();
+    const float* y = pb[i].second.value().data<float>();
+    if (!std::equal(x, x + pa[i].second.numel(), y)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("gopt train: --init-policy starts a new run from a pre-trained policy", "[rl][cli]") {
+  const std::string cfg = tmp_path("cfg.json"), pre = tmp_path("pre.ckpt"), fine = tmp_path("fine.ckpt"),
+                    zero = tmp_path("zero.ckpt"), fresh_cfg = tmp_path("fresh.json");
+  go::write_file_atomic(cfg, tiny_config(16));
+  // pre-training from scratch: 2 updates, a checkpoint and 2 metrics rows
+  const auto a = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--out", pre, "--quiet"});
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  CHECK_THAT(a.out, Contains("checkpoint " + pre));
+  CHECK(count_lines(go::read_file(pre + ".csv")) == 3);
+
+  // a new run of 0 updates from it holds exactly its weights, on another cluster, with a config
+  // that leaves the network out
+  go::write_file_atomic(fresh_cfg, tiny_config(0, false));
+  const auto z = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x4", "--config", fresh_cfg, "--init-policy",
+                           pre, "--updates", "0", "--out", zero});
+  INFO(z.err);
+  REQUIRE(z.code == 0);
+  CHECK_THAT(z.err, Contains("from " + pre));
+  CHECK(same_weights(pre, zero));
+  CHECK(go::rl::PpoTrainer::checkpoint_config(zero).policy.hidden == 16);
+  CHECK(go::rl::PpoTrainer::checkpoint_config(zero).updates == 0);
+
+  // 2 updates from it change the weights; a fresh network of the default width would not even load
+  // the same tensors
+  const auto f = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", fresh_cfg, "--init-policy",
+                           pre, "--out", fine, "--quiet"});
+  INFO(f.err);
+  REQUIRE(f.code == 0);
+  CHECK_FALSE(same_weights(pre, fine));
+  CHECK(go::rl::load_policy(fine)->num_parameters() == go::rl::load_policy(pre)->num_parameters());
+
+  // re-running the same command with --resume continues the checkpoint (the option is not reapplied)
+  const auto r = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", fresh_cfg, "--init-policy",
+                           pre, "--out", fine, "--resume", "--updates", "3"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Contains("resuming at 2"));
+  CHECK_THAT(r.err, !Contains("from " + pre));
+  for (const auto& p : {cfg, pre, pre + ".csv", fine, fine + ".csv", zero, zero + ".csv", fresh_cfg}) fs::remove(p);
+}
+
+TEST_CASE("gopt train: --init-policy errors name the file and the problem", "[rl][cli]") {
+  const std::string cfg = tmp_path("e_cfg.json"), pre = tmp_path("e_pre.ckpt"), other = tmp_path("e_other.json"),
+                    out = tmp_path("e_out.ckpt");
+  go::write_file_atomic(cfg, tiny_config(16));
+  REQUIRE(run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "0", "--out", pre})
+              .code == 0);
+
+  const auto missing = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--init-policy", "/nonexistent/p.ckpt",
+                                 "--out", out});
+  CHECK(missing.code != 0);
+  CHECK(count_lines(missing.err) == 1);
+  CHECK_THAT(missing.err, Contains("/nonexistent/p.ckpt") && Contains("not found"));
+
+  // a config whose network differs from the policy's
+  go::write_file_atomic(other, tiny_config(32));
+  const auto differs = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", other, "--init-policy", pre,
+                                 "--out", out});
+  CHECK(differs.code != 0);
+  CHECK(count_lines(differs.err) == 1);
+  CHECK_THAT(differs.err, Contains(other) && Contains("\"policy\" section differs") && Contains(pre));
+
+  // not a policy file
+  const auto bad = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--init-policy", other, "--out", out});
+  CHECK(bad.code != 0);
+  CHECK(count_lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains(other));
+
+  // a cluster larger than the policy's device embeddings (max_devices 8)
+  const auto big = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x16", "--config", cfg, "--init-policy", pre,
+                             "--out", out});
+  CHECK(big.code != 0);
+  CHECK(count_lines(big.err) == 1);
+  CHECK_THAT(big.err, Contains("16 devices") && Contains("at most 8"));
+  CHECK_FALSE(fs::exists(out));
+  for (const auto& p : {cfg, pre, pre + ".csv", other}) fs::remove(p);
+}
