@@ -306,6 +306,57 @@ TEST_CASE("PPO: pre-training on a set of graphs keeps a best plan per graph", "[
   CHECK(std::isfinite(t.task(1).best_step_time));
 }
 
+TEST_CASE("PPO: one policy trained on two clusters at once, resumed bit-identically", "[rl]") {
+  // two_chains on a 2-device and on a 3-device cluster (uniform v100s): one task per graph and
+  // cluster, graph-major; every plan stays within its own cluster's devices
+  TrainConfig c = tiny_config(4);
+  c.policy.max_devices = 3;
+  c.updates = 4;
+  c.samples = 4;
+  c.minibatch = 2;
+  c.epochs = 1;
+  c.graphs_per_update = 1;
+  const Cluster c2 = two_devices(), c3 = Cluster::uniform("v3", DeviceSpec::v100(), 3, 25e9, 2e-5);
+  const std::vector<OpGraph> graphs{two_chains(3), two_chains(4)};
+  PpoTrainer full(c, graphs, std::vector<Cluster>{c2, c3});
+  REQUIRE(full.num_graphs() == 4);
+  CHECK(full.task(0).name == "two_chains@tiny2");
+  CHECK(full.task(1).name == "two_chains@v3");
+  CHECK(full.task(2).graph->num_ops() == 8);
+  CHECK(full.task(3).sim->cluster().num_devices() == 3);
+  CHECK(full.clusters().size() == 2);
+  full.train();
+  for (std::size_t i = 0; i < 4; ++i) {
+    INFO("task " << i);
+    CHECK(full.task(i).samples == 4);  // round robin: one update each
+    const int nd = full.task(i).sim->cluster().num_devices();
+    const auto [p, r] = full.greedy_plan(i);
+    CHECK(r.valid);
+    for (auto d : p.device) CHECK((d >= 0 && d < nd));
+    for (auto d : full.task(i).best_plan.device) CHECK((d >= 0 && d < nd));
+  }
+
+  const std::string ck = temp_path("two_clusters.goparams");
+  {
+    PpoTrainer a(c, graphs, std::vector<Cluster>{c2, c3});
+    a.update();
+    a.update();
+    a.save_checkpoint(ck);
+  }
+  PpoTrainer b(c, graphs, std::vector<Cluster>{c2, c3});
+  b.load_checkpoint(ck);
+  b.train();
+  CHECK(same_parameters(*full.policy(), *b.policy()));
+  for (std::size_t i = 0; i < 4; ++i) CHECK(full.task(i).best_step_time == b.task(i).best_step_time);
+  // the clusters in another order (or another one) are refused
+  PpoTrainer swapped(c, graphs, std::vector<Cluster>{c3, c2});
+  CHECK_THROWS_WITH(swapped.load_checkpoint(ck), Catch::Contains("ran on a 2-device cluster, this run's on 3"));
+  // a cluster beyond the policy's device embeddings
+  CHECK_THROWS_WITH(PpoTrainer(c, graphs, std::vector<Cluster>{c2, Cluster::uniform("v4", DeviceSpec::v100(), 4, 25e9, 2e-5)}),
+                    Catch::Contains("'v4' has 4 devices") && Catch::Contains("at most 3"));
+  std::filesystem::remove(ck);
+}
+
 TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode back to it", "[rl]") {
   const OpGraph g = two_chains(4);
   DeviceSpec d = DeviceSpec::v100();

@@ -99,6 +99,27 @@ TEST_CASE("gopt train: --init-policy starts a new run from a pre-trained policy"
   for (const auto& p : {cfg, pre, pre + ".csv", fine, fine + ".csv", zero, zero + ".csv", fresh_cfg}) fs::remove(p);
 }
 
+TEST_CASE("gopt train: several clusters train one policy on every graph on each", "[rl][cli]") {
+  const std::string cfg = tmp_path("m_cfg.json"), out = tmp_path("m_out.ckpt");
+  go::write_file_atomic(cfg, tiny_config(16));
+  const auto r = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2,v100x4", "--config", cfg, "--out", out});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Contains("1 graph(s) on v100x2 (2 devices), v100x4 (4 devices)"));
+  CHECK_THAT(r.out, Contains("two-layer-mlp@v100x2: best") && Contains("two-layer-mlp@v100x4: best"));
+  // resuming needs the same clusters in the same order
+  const auto swapped = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x4,v100x2", "--out", out, "--resume",
+                                 "--updates", "3"});
+  CHECK(swapped.code != 0);
+  CHECK(count_lines(swapped.err) == 1);
+  CHECK_THAT(swapped.err, Contains(out) && Contains("2-device cluster, this run's on 4"));
+  const auto bad = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2,nonesuch", "--out", tmp_path("m_bad.ckpt")});
+  CHECK(bad.code != 0);
+  CHECK(count_lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains("nonesuch"));
+  for (const auto& p : {cfg, out, out + ".csv"}) fs::remove(p);
+}
+
 TEST_CASE("gopt train: --init-policy errors name the file and the problem", "[rl][cli]") {
   const std::string cfg = tmp_path("e_cfg.json"), pre = tmp_path("e_pre.ckpt"), other = tmp_path("e_other.json"),
                     out = tmp_path("e_out.ckpt");

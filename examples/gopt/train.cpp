@@ -36,7 +36,7 @@ namespace {
 
 struct TrainOptions {
   std::vector<std::string> graphs;
-  std::string cluster;
+  std::vector<std::string> clusters;
   std::string config;
   std::string out = "gopt-train.ckpt";
   std::string metrics;
@@ -114,10 +114,16 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
              " (drop the section: the network comes from the policy file)");
   }
 
-  const go::Cluster cluster = go::load_cluster(o.cluster);
+  std::vector<go::Cluster> clusters;
+  std::string on;  // "v100x4 (4 devices), ..." for the progress header
+  for (const auto& name : o.clusters) {
+    clusters.push_back(go::load_cluster(name));
+    on += (on.empty() ? "" : ", ") + clusters.back().name + " (" + std::to_string(clusters.back().num_devices()) + " devices)";
+  }
+  const std::size_t num_graphs = o.graphs.size();
   std::vector<go::OpGraph> graphs;
   for (const auto& g : o.graphs) graphs.push_back(go::load_graph(g));
-  go::rl::PpoTrainer trainer(cfg, std::move(graphs), cluster, init);
+  go::rl::PpoTrainer trainer(cfg, std::move(graphs), std::move(clusters), init);
   const std::string metrics = o.metrics.empty() ? o.out + ".csv" : o.metrics;
   if (resuming) {
     trainer.load_checkpoint(o.out);
@@ -131,8 +137,8 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   if (!quiet) {
     char procs[32] = "1 process";
     if (comm.size() > 1) std::snprintf(procs, sizeof procs, "%d ranks", comm.size());
-    std::fprintf(stderr, "gopt train: %zu graph(s) on %s (%d devices), policy %lld parameters%s%s, %s%lld updates of %d samples, %s\n",
-                 trainer.num_graphs(), cluster.name.c_str(), cluster.num_devices(),
+    std::fprintf(stderr, "gopt train: %zu graph(s) on %s, policy %lld parameters%s%s, %s%lld updates of %d samples, %s\n",
+                 num_graphs, on.c_str(),
                  static_cast<long long>(trainer.policy()->num_parameters()), init ? " from " : "",
                  init ? o.init_policy.c_str() : "", resuming ? "resuming at " : "",
                  static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples, procs);
@@ -195,7 +201,11 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train the GO policy with PPO on one graph or a set of graphs "
                                    "(under `mpirun -np N`: N processes train together; builds with MPI)");
   cmd->add_option("--graphs", o->graphs, "Graph files or zoo:<name>, comma-separated")->required()->delimiter(',');
-  cmd->add_option("--cluster", o->cluster, "Cluster preset (v100x4, ...) or go-cluster JSON file")->required();
+  cmd->add_option("--cluster", o->clusters,
+                  "Cluster preset (v100x4, ...) or go-cluster JSON file; several, comma-separated, train one policy on "
+                  "each graph on each cluster")
+      ->required()
+      ->delimiter(',');
   cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)");
   cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)");
   cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)");

@@ -3,7 +3,8 @@
 // scratch) or a set of graphs (pre-training), with checkpoints that resume bit-identically.
 //
 // One update (PpoTrainer::update()):
-//   1. graphs: all of them, or `graphs_per_update` of them round robin;
+//   1. graphs: all of them, or `graphs_per_update` of them round robin (with several clusters a
+//      "graph" is a task: one graph on one cluster, each with its own simulator and device count);
 //   2. per graph, K = `samples` plans: K policy passes in sampling mode without gradients (the
 //      placement actions feed the priority and fusion tasks, so each sample needs its own pass),
 //      keeping the actions and their per-row log-probabilities; sample k of graph i of update u
@@ -181,24 +182,40 @@ class PpoTrainer {
   // policy to start from (fine-tuning), or null for a fresh one from cfg.policy.
   PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, Cluster cluster,
              std::shared_ptr<policy::GoPolicy> policy = nullptr)
-      : cfg_(std::move(cfg)), cluster_(std::move(cluster)) {
+      : PpoTrainer(std::move(cfg), std::move(graphs), std::vector<Cluster>{std::move(cluster)}, std::move(policy)) {}
+
+  // Training on several clusters at once (one policy for any device count up to max_devices): one
+  // task per graph and cluster, graph-major (graph 0 on each cluster, then graph 1, ...), so round
+  // robin over tasks alternates the clusters. With more than one cluster a task is named
+  // "<graph>@<cluster>".
+  PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector<Cluster> clusters,
+             std::shared_ptr<policy::GoPolicy> policy = nullptr)
+      : cfg_(std::move(cfg)), clusters_(std::move(clusters)) {
     cfg_.validate();
     GO_CHECK(!graphs.empty(), "ppo: no graphs to train on");
-    const int nd = cluster_.num_devices();
+    GO_CHECK(!clusters_.empty(), "ppo: no cluster to train on");
     if (policy) cfg_.policy = policy->config();
-    GO_CHECK(nd >= 1 && nd <= cfg_.policy.max_devices, "ppo: cluster '", cluster_.name, "' has ", nd,
-             " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
+    for (const Cluster& c : clusters_) {
+      const int nd = c.num_devices();
+      GO_CHECK(nd >= 1 && nd <= cfg_.policy.max_devices, "ppo: cluster '", c.name, "' has ", nd,
+               " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
+    }
     policy_ = policy ? std::move(policy) : std::make_shared<policy::GoPolicy>(cfg_.policy);
     for (auto& g0 : graphs) {
-      auto t = std::make_unique<GraphTask>();
-      t->graph = std::make_unique<OpGraph>(cfg_.training && !g0.info().training ? make_training_graph(g0) : std::move(g0));
-      const OpGraph& g = *t->graph;
-      t->name = g.info().name.empty() ? g.info().source : g.info().name;
-      t->pg = policy::PolicyGraph::from_graph(g);
-      t->sim = std::make_unique<Simulator>(g, cluster_);
-      set_reference(*t);
-      if (cfg_.policy.anchor) init_anchor(*t);
-      tasks_.push_back(std::move(t));
+      for (std::size_t ci = 0; ci < clusters_.size(); ++ci) {
+        auto t = std::make_unique<GraphTask>();
+        const bool last = ci + 1 == clusters_.size();
+        const bool expand = cfg_.training && !g0.info().training;
+        t->graph = std::make_unique<OpGraph>(expand ? make_training_graph(g0) : last ? std::move(g0) : OpGraph(g0));
+        const OpGraph& g = *t->graph;
+        t->name = g.info().name.empty() ? g.info().source : g.info().name;
+        if (clusters_.size() > 1) t->name += "@" + clusters_[ci].name;
+        t->pg = policy::PolicyGraph::from_graph(g);
+        t->sim = std::make_unique<Simulator>(g, clusters_[ci]);
+        set_reference(*t);
+        if (cfg_.policy.anchor) init_anchor(*t);
+        tasks_.push_back(std::move(t));
+      }
     }
     params_ = policy_->parameters();
     AdamOptions ao;
@@ -235,7 +252,9 @@ class PpoTrainer {
              " (Adam step ", counters[1], "): every rank must load the same checkpoint");
   }
   const Communicator& communicator() const { return *comm_; }
-  const Cluster& cluster() const { return cluster_; }
+  // The first cluster (the only one unless several were given) and all of them.
+  const Cluster& cluster() const { return clusters_.front(); }
+  const std::vector<Cluster>& clusters() const { return clusters_; }
   std::shared_ptr<policy::GoPolicy> policy() const { return policy_; }
   std::int64_t updates_done() const { return updates_done_; }
   std::size_t num_graphs() const { return tasks_.size(); }
@@ -246,7 +265,7 @@ class PpoTrainer {
     if (!r.valid || !std::isfinite(r.step_time)) {
       double v = cfg_.invalid_reward;
       if (r.status == SimStatus::out_of_memory && cfg_.oom_excess_penalty > 0) {
-        v -= cfg_.oom_excess_penalty * std::min(memory_excess(r, cluster_), 10.0);
+        v -= cfg_.oom_excess_penalty * std::min(memory_excess(r, tasks_[i]->sim->cluster()), 10.0);
       }
       return v;
     }
@@ -259,7 +278,7 @@ class PpoTrainer {
   std::pair<Plan, SimResult> greedy_plan(std::size_t i) const {
     const GraphTask& t = *tasks_.at(i);
     NoGradGuard ng;
-    const auto out = policy_->forward(t.pg, cluster_.num_devices(), policy::Decode::greedy);
+    const auto out = policy_->forward(t.pg, t.sim->cluster().num_devices(), policy::Decode::greedy);
     Plan p = plan_of(t, out.actions);
     SimResult r = t.sim->simulate(p);
     return {std::move(p), std::move(r)};
@@ -277,7 +296,6 @@ class PpoTrainer {
     st.lr = cfg_.lr_at(u);
     adam_->set_lr(static_cast<float>(st.lr));
     const Rng urng = Rng(cfg_.seed).fork(static_cast<std::uint64_t>(u));
-    const int nd = cluster_.num_devices();
     const int K = cfg_.samples;
 
     // 1. graphs of this update
@@ -311,7 +329,7 @@ class PpoTrainer {
         const std::uint64_t k = j % static_cast<std::size_t>(K);
         const GraphTask& t = *tasks_[gi];
         Rng r = urng.fork((static_cast<std::uint64_t>(gi) << 32) | k);
-        auto out = policy_->forward(t.pg, nd, policy::Decode::sample, nullptr, &r);
+        auto out = policy_->forward(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, nullptr, &r);
         Sample& s = samples[j];
         s.graph = gi;
         s.actions = out.actions;
@@ -479,7 +497,7 @@ class PpoTrainer {
         for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks)) {
           const Sample& s = samples[order[j]];
           const GraphTask& t = *tasks_[s.graph];
-          auto out = policy_->forward(t.pg, nd, policy::Decode::given, &s.actions);
+          auto out = policy_->forward(t.pg, t.sim->cluster().num_devices(), policy::Decode::given, &s.actions);
           const float A = static_cast<float>(s.advantage);
           Variable old(s.old_log_prob);
           Variable pg_loss;
@@ -575,6 +593,8 @@ class PpoTrainer {
                 {"fusion", g.best_plan.fusion}};
       graphs.push_back({{"name", g.name},
                         {"num_ops", g.graph->num_ops()},
+                        {"cluster", g.sim->cluster().name},
+                        {"num_devices", g.sim->cluster().num_devices()},
                         {"reference", g.reference},
                         {"reference_kind", g.reference_kind},
                         {"ema", g.ema},
@@ -586,8 +606,8 @@ class PpoTrainer {
     nlohmann::json meta = {{"format", "go-ppo-checkpoint"},
                            {"version", 1},
                            {"config", cfg_.to_json()},
-                           {"cluster", cluster_.name},
-                           {"num_devices", cluster_.num_devices()},
+                           {"cluster", clusters_.front().name},
+                           {"num_devices", clusters_.front().num_devices()},
                            {"updates_done", updates_done_},
                            {"adam_step", adam_->step_count()},
                            {"graphs", graphs}};
@@ -613,8 +633,6 @@ class PpoTrainer {
       };
       GO_CHECK(comparable(saved) == comparable(cfg_), path,
                ": the checkpoint's config differs from this run's (resume with the checkpoint's config)");
-      GO_CHECK(lt.meta.at("num_devices").get<int>() == cluster_.num_devices(), path, ": checkpoint of a ",
-               lt.meta.at("num_devices").get<int>(), "-device cluster, this run has ", cluster_.num_devices());
       const auto& graphs = lt.meta.at("graphs");
       GO_CHECK(graphs.size() == tasks_.size(), path, ": checkpoint of ", graphs.size(), " graph(s), this run has ",
                tasks_.size());
@@ -637,6 +655,10 @@ class PpoTrainer {
       for (std::size_t i = 0; i < tasks_.size(); ++i) {
         GraphTask& g = *tasks_[i];
         const auto& j = graphs[i];
+        // (checkpoints of single-cluster runs before per-graph clusters: the top-level count)
+        const int nd = j.contains("num_devices") ? j.at("num_devices").get<int>() : lt.meta.at("num_devices").get<int>();
+        GO_CHECK(nd == g.sim->cluster().num_devices(), path, ": graph ", i, " of the checkpoint ran on a ", nd,
+                 "-device cluster, this run's on ", g.sim->cluster().num_devices());
         GO_CHECK(j.at("name").get<std::string>() == g.name && j.at("num_ops").get<std::int32_t>() == g.graph->num_ops(),
                  path, ": graph ", i, " of the checkpoint is '", j.at("name").get<std::string>(), "' (",
                  j.at("num_ops").get<std::int32_t>(), " ops), this run's is '", g.name, "' (", g.graph->num_ops(),
@@ -680,12 +702,12 @@ class PpoTrainer {
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
-    return policy::to_plan(policy::decode(*t.graph, t.pg, a, cluster_.num_devices(), o));
+    return policy::to_plan(policy::decode(*t.graph, t.pg, a, t.sim->cluster().num_devices(), o));
   }
 
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
   void init_anchor(GraphTask& t) const {
-    const Anchor a = set_anchor(*t.graph, t.pg, cluster_, *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
+    const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
                                 cfg_.anchor_placements);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
@@ -705,7 +727,7 @@ class PpoTrainer {
     }
     try {
       Plan h;
-      h.device = zoo_human_placement(*t.graph, cluster_.num_devices());
+      h.device = zoo_human_placement(*t.graph, t.sim->cluster().num_devices());
       const SimResult r = t.sim->simulate(h);
       if (r.valid && std::isfinite(r.step_time) && r.step_time > 0) {
         t.reference = r.step_time;
@@ -722,7 +744,7 @@ class PpoTrainer {
   }
 
   TrainConfig cfg_;
-  Cluster cluster_;
+  std::vector<Cluster> clusters_;
   std::shared_ptr<policy::GoPolicy> policy_;
   std::vector<std::unique_ptr<GraphTask>> tasks_;
   std::vector<Variable> params_;
