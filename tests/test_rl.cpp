@@ -481,7 +481,7 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
 }
 
 TEST_CASE("The shipped pre-trained policy places an unseen ONNX model zero-shot", "[rl]") {
-  const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x4.ckpt";
+  const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x4x8.ckpt";
   const std::string model = std::string(GO_SHARED_DIR) + "/models/resnet18.onnx";
   REQUIRE(std::filesystem::exists(policy));
   if (!std::filesystem::exists(model)) {

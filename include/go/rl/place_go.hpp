@@ -76,7 +76,7 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
 inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& policy_path, std::int64_t finetune,
                      int samples, std::uint64_t seed, GoPlaceReport* report = nullptr) {
-  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x4.ckpt)");
+  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x4x8.ckpt)");
   {
     std::error_code ec;
     GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
