@@ -28,8 +28,11 @@
 #include "go/core/csr.hpp"
 #include "go/core/file.hpp"
 #include "go/core/rng.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
 #include "go/nn/serialize.hpp"
 #include "go/optim/adam.hpp"
+#include "go/policy/policy.hpp"
 
 namespace fs = std::filesystem;
 using go::Tensor;
@@ -298,6 +301,33 @@ TEST_CASE("training with layer_norm's gamma and beta is bit-identical with 1 and
 
 // The same, one op at a time, so that a failure above says which kernel depends on the thread
 // count.
+// The whole policy network (its fused linear / mul_row ops reduce over rows for the bias and gate
+// gradients) on a graph large enough for every parallel path: sampled actions, log-probabilities,
+// value and every parameter gradient. PPO's results then do not depend on OMP_NUM_THREADS.
+TEST_CASE("the GO policy's forward and backward are bit-identical with 1 and 2 threads", "[reliability][determinism]") {
+  const ThreadsGuard guard;
+  go::ZooOptions zo;
+  zo.seq = 8;
+  const go::OpGraph g = go::make_training_graph(go::make_zoo_graph("gnmt2", zo));
+  const auto pg = go::policy::PolicyGraph::from_graph(g);
+  go::policy::PolicyConfig pc;
+  pc.hidden = 64;
+  pc.ffn_dim = 128;
+  pc.seed = 3;
+  REQUIRE(g.num_ops() * pc.hidden > (1 << 16));  // above the parallel grain of the row reductions
+  go::policy::GoPolicy pol(pc);
+  check_threads_agree([&] {
+    for (auto& p : pol.parameters()) p.zero_grad();
+    go::Rng rng(11);
+    auto out = pol.forward(pg, 4, go::policy::Decode::sample, nullptr, &rng);
+    Variable loss = out.log_prob_sum * -1.f + out.entropy_mean * 0.01f + go::sum(out.value);
+    loss.backward();
+    std::vector<Tensor> r{out.actions.device.clone(), out.log_prob.value().clone(), out.value.value().clone()};
+    for (const auto& [name, p] : pol.named_parameters()) r.push_back(p.grad().clone());
+    return r;
+  });
+}
+
 TEST_CASE("each parallel kernel is bit-identical with 1 and 2 threads", "[reliability][determinism]") {
   const ThreadsGuard guard;
   go::Rng rng(77);

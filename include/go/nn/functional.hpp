@@ -16,14 +16,13 @@
 //   mul_row(x, g)                       x * g with g one row [1, d] (or [d]) broadcast over the rows
 //   add_embedding(x, table, ids)        x + table[ids] (an embedding added to every row)
 //   column_sum_into(g, rows, cols, out, accumulate)   helper: out[c] (+)= sum_r g[r, c]
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <omp.h>
 
 #include "go/autograd/attention.hpp"
 #include "go/autograd/variable.hpp"
@@ -48,28 +47,28 @@ inline const char* activation_name(Activation a) {
 
 namespace detail {
 
-// out[c] (+)= sum_r g[r, c], partial sums per thread then combined in a fixed order
-// (deterministic for a given thread count).
-inline void column_sum_into(const float* g, std::int64_t rows, std::int64_t cols, float* out, bool accumulate) {
-  const int threads = rows * cols > (1 << 16) ? omp_get_max_threads() : 1;
-  std::vector<float> part(static_cast<std::size_t>(threads) * static_cast<std::size_t>(cols), 0.f);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const int nt = omp_get_num_threads();
-    float* p = part.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(cols);
-    const std::int64_t begin = rows * t / nt, end = rows * (t + 1) / nt;
-    for (std::int64_t r = begin; r < end; ++r) {
-      const float* gr = g + r * cols;
+// out[c] (+)= sum_r term(r, c), each column summed over the rows in order (threads split the
+// columns, never the rows): the bits do not depend on the thread count
+// (tests/test_reliability.cpp) and equal a plain sequential loop.
+template <class Term>
+void column_reduce_into(std::int64_t rows, std::int64_t cols, float* out, bool accumulate, Term term) {
+  constexpr std::int64_t kBlock = 16;  // columns per task: one cache line of floats
+  const std::int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16) && blocks > 1)
+  for (std::int64_t cb = 0; cb < blocks; ++cb) {
+    const std::int64_t c0 = cb * kBlock, nc = std::min(kBlock, cols - c0);
+    float acc[kBlock] = {};
+    for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-      for (std::int64_t c = 0; c < cols; ++c) p[c] += gr[c];
+      for (std::int64_t j = 0; j < nc; ++j) acc[j] += term(r, c0 + j);
     }
+    for (std::int64_t j = 0; j < nc; ++j) out[c0 + j] = (accumulate ? out[c0 + j] : 0.f) + acc[j];
   }
-  for (std::int64_t c = 0; c < cols; ++c) {
-    float s = accumulate ? out[c] : 0.f;
-    for (int t = 0; t < threads; ++t) s += part[static_cast<std::size_t>(t) * static_cast<std::size_t>(cols) + c];
-    out[c] = s;
-  }
+}
+
+// out[c] (+)= sum_r g[r, c].
+inline void column_sum_into(const float* g, std::int64_t rows, std::int64_t cols, float* out, bool accumulate) {
+  column_reduce_into(rows, cols, out, accumulate, [g, cols](std::int64_t r, std::int64_t c) { return g[r * cols + c]; });
 }
 
 inline void check_f32_matrix(const Tensor& t, const char* op, const char* what) {
@@ -511,24 +510,9 @@ inline Variable mul_row(const Variable& x, const Variable& gate) {
       }
     }
     if (in[1].requires_grad()) {
-      const int threads = n * d > (1 << 16) ? omp_get_max_threads() : 1;
-      std::vector<float> part(static_cast<std::size_t>(threads * d), 0.f);
-#pragma omp parallel num_threads(threads)
-      {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        float* p = part.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(d);
-        for (std::int64_t r = n * t / nt; r < n * (t + 1) / nt; ++r) {
-#pragma omp simd
-          for (std::int64_t c = 0; c < d; ++c) p[c] += pg[r * d + c] * px[r * d + c];
-        }
-      }
       bool acc = false;
       float* dg = in[1].grad_slot(acc).f32();
-      for (std::int64_t c = 0; c < d; ++c) {
-        float s = acc ? dg[c] : 0.f;
-        for (int t = 0; t < threads; ++t) s += part[static_cast<std::size_t>(t * d + c)];
-        dg[c] = s;
-      }
+      detail::column_reduce_into(n, d, dg, acc, [pg, px, d](std::int64_t r, std::int64_t c) { return pg[r * d + c] * px[r * d + c]; });
     }
   });
 }
