@@ -93,15 +93,7 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("go_test_rl_" + name)).string();
 }
 
-bool same_parameters(const policy::GoPolicy& a, const policy::GoPolicy& b) {
-  const auto pa = a.named_parameters(), pb = b.named_parameters();
-  if (pa.size() != pb.size()) return false;
-  for (std::size_t i = 0; i < pa.size(); ++i) {
-    const Tensor &x = pa[i].second.value(), &y = pb[i].second.value();
-    if (x.shape() != y.shape() || std::memcmp(x.raw(), y.raw(), x.nbytes()) != 0) return false;
-  }
-  return true;
-}
+using go::test::same_parameters;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "../examples/gopt/train.cpp"
 #include "cli_capture.hpp"
+#include "rl_fixtures.hpp"
 #include "go/core/file.hpp"
 #include "go/rl/ppo.hpp"
 
@@ -41,18 +42,9 @@ std::string tiny_config(int hidden, bool with_policy = true) {
   return s + " }";
 }
 
-// The policy parameters of two files, by name, compared exactly.
+// The policy parameters of two files, compared exactly.
 bool same_weights(const std::string& a, const std::string& b) {
-  const auto pa = go::rl::load_policy(a)->named_parameters();
-  const auto pb = go::rl::load_policy(b)->named_parameters();
-  if (pa.size() != pb.size()) return false;
-  for (std::size_t i = 0; i < pa.size(); ++i) {
-    if (pa[i].first != pb[i].first || pa[i].second.shape() != pb[i].second.shape()) return false;
-    const float* x = pa[i].second.value().data<float>();
-    const float* y = pb[i].second.value().data<float>();
-    if (!std::equal(x, x + pa[i].second.numel(), y)) return false;
-  }
-  return true;
+  return go::test::same_parameters(*go::rl::load_policy(a), *go::rl::load_policy(b));
 }
 
 }  // namespace

@@ -71,14 +71,14 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   GO_CHECK(!resuming || std::filesystem::exists(o.out), "rank ", comm.rank(), ": the checkpoint ", o.out,
            " being resumed is missing here (every machine needs it at the same path)");
   // with --init-policy the network comes from the policy file unless the config names one
-  const bool config_policy =
-      !o.config.empty() && go::parse_json_config(go::read_file(o.config), o.config, /*comments=*/true).contains("policy");
+  const bool config_policy = !o.init_policy.empty() && !o.config.empty() &&
+                             go::parse_json_config(go::read_file(o.config), o.config, /*comments=*/true).contains("policy");
   go::rl::TrainConfig cfg;
   if (resuming) {
     cfg = go::rl::PpoTrainer::checkpoint_config(o.out);
     if (!o.config.empty()) {
       go::rl::TrainConfig given = go::rl::TrainConfig::load(o.config);
-      if (!o.init_policy.empty() && !config_policy) given.policy = cfg.policy;
+      if (!o.init_policy.empty() && !config_policy) given.policy = cfg.policy;  // the checkpoint's network
       given.updates = cfg.updates;
       given.threads = cfg.threads;
       given.checkpoint_every = cfg.checkpoint_every;
@@ -115,12 +115,7 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   }
 
   std::vector<go::Cluster> clusters;
-  std::string on;  // "v100x4 (4 devices), ..." for the progress header
-  for (const auto& name : o.clusters) {
-    clusters.push_back(go::load_cluster(name));
-    on += (on.empty() ? "" : ", ") + clusters.back().name + " (" + std::to_string(clusters.back().num_devices()) + " devices)";
-  }
-  const std::size_t num_graphs = o.graphs.size();
+  for (const auto& name : o.clusters) clusters.push_back(go::load_cluster(name));
   std::vector<go::OpGraph> graphs;
   for (const auto& g : o.graphs) graphs.push_back(go::load_graph(g));
   go::rl::PpoTrainer trainer(cfg, std::move(graphs), std::move(clusters), init);
@@ -137,8 +132,11 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   if (!quiet) {
     char procs[32] = "1 process";
     if (comm.size() > 1) std::snprintf(procs, sizeof procs, "%d ranks", comm.size());
+    std::string on;  // "v100x4 (4 devices), ..."
+    for (const auto& cl : trainer.clusters())
+      on += (on.empty() ? "" : ", ") + cl.name + " (" + std::to_string(cl.num_devices()) + " devices)";
     std::fprintf(stderr, "gopt train: %zu graph(s) on %s, policy %lld parameters%s%s, %s%lld updates of %d samples, %s\n",
-                 num_graphs, on.c_str(),
+                 trainer.num_graphs() / trainer.clusters().size(), on.c_str(),
                  static_cast<long long>(trainer.policy()->num_parameters()), init ? " from " : "",
                  init ? o.init_policy.c_str() : "", resuming ? "resuming at " : "",
                  static_cast<long long>(resuming ? trainer.updates_done() : c.updates), c.samples, procs);
