@@ -1,7 +1,10 @@
 // Simulator benchmarks: one simulated training step of an ~80,000-op training graph (a synthetic
 // 27k-op forward graph shaped like a deep residual MLP/Transformer stack, expanded by
 // make_training_graph), with several plans, on one thread and with two threads evaluating
-// independent plans (one workspace each), plus the one-off Simulator construction.
+// independent plans (one workspace each), plus the one-off Simulator construction. Fused plans:
+// runs of 3 consecutive ops (the fusion cost model's worst case; most of these groups break the
+// fusion rules, so they run on a simulator with SimOptions::check_fusion_rules off) and the
+// XLA-like fusion (legal), with the rules on and off to show what checking them costs.
 // See "Simulator benchmarks" in bench/README.md.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "go/baselines/fusion.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
@@ -67,8 +71,14 @@ go::OpGraph forward_graph(int target_ops) {
 
 struct Setup {
   go::OpGraph graph;
-  std::unique_ptr<go::Simulator> sim;
-  std::vector<std::pair<std::string, go::Plan>> plans;
+  std::unique_ptr<go::Simulator> sim;      // fusion rules checked (the default)
+  std::unique_ptr<go::Simulator> sim_any;  // any convex group runs (check_fusion_rules off)
+  struct Entry {
+    std::string name;
+    go::Plan plan;
+    const go::Simulator* sim;
+  };
+  std::vector<Entry> plans;
 };
 
 // Device of each op when forward ops are split into `nd` contiguous stages and every gradient,
@@ -114,7 +124,7 @@ void add_priorities(go::Plan& p, std::uint32_t seed) {
 }
 
 // Fuses runs of up to 3 consecutive ops of the topological order that share a device and no
-// colocation group (always convex).
+// colocation group (always convex; most such groups break the fusion rules).
 void add_fusion(const go::OpGraph& g, go::Plan& p) {
   const auto n = static_cast<std::size_t>(g.num_ops());
   p.fusion.assign(n, -1);
@@ -135,21 +145,35 @@ Setup& setup() {
     go::Cluster c = go::cluster_preset("v100x8");
     for (auto& d : c.devices) d.spec.memory_bytes = 1LL << 40;  // measure scheduling, not OOM verdicts
     st.sim = std::make_unique<go::Simulator>(st.graph, c);
+    go::SimOptions any;
+    any.check_fusion_rules = false;
+    st.sim_any = std::make_unique<go::Simulator>(st.graph, c, any);
     const go::OpGraph& g = st.graph;
-    st.plans.emplace_back("one_device", go::Plan::single_device(g.num_ops(), 0));
-    st.plans.emplace_back("pipeline4", pipeline_plan(g, 4));
-    st.plans.emplace_back("pipeline8", pipeline_plan(g, 8));
-    st.plans.emplace_back("random8", random_plan(g, 8, 1));
+    const go::Simulator* on = st.sim.get();
+    const go::Simulator* off = st.sim_any.get();
+    st.plans.push_back({"one_device", go::Plan::single_device(g.num_ops(), 0), on});
+    st.plans.push_back({"pipeline4", pipeline_plan(g, 4), on});
+    st.plans.push_back({"pipeline8", pipeline_plan(g, 8), on});
+    st.plans.push_back({"random8", random_plan(g, 8, 1), on});
     go::Plan pr = pipeline_plan(g, 8);
     add_priorities(pr, 2);
-    st.plans.emplace_back("pipeline8_priority", pr);
+    st.plans.push_back({"pipeline8_priority", pr, on});
     go::Plan fu = pipeline_plan(g, 8);
     add_fusion(g, fu);
-    st.plans.emplace_back("pipeline8_fused", fu);
+    st.plans.push_back({"pipeline8_fused", fu, off});
     go::Plan all = random_plan(g, 8, 3);
     add_priorities(all, 4);
     add_fusion(g, all);
-    st.plans.emplace_back("random8_priority_fused", all);
+    st.plans.push_back({"random8_priority_fused", all, off});
+    go::Plan px = pipeline_plan(g, 8);
+    go::apply_xla_fusion(g, px);
+    go::Plan rx = random_plan(g, 8, 3);
+    add_priorities(rx, 4);
+    go::apply_xla_fusion(g, rx);
+    st.plans.push_back({"pipeline8_xla", px, on});
+    st.plans.push_back({"random8_priority_xla", rx, on});
+    st.plans.push_back({"pipeline8_xla_unchecked", px, off});
+    st.plans.push_back({"random8_priority_xla_unchecked", rx, off});
     return st;
   }();
   return s;
@@ -157,12 +181,12 @@ Setup& setup() {
 
 void BM_sim_80k(benchmark::State& state) {
   Setup& s = setup();
-  const auto& [name, plan] = s.plans[static_cast<std::size_t>(state.range(0))];
-  go::SimWorkspace ws = s.sim->make_workspace();
-  const go::SimResult* r = &s.sim->simulate(plan, ws);
-  if (!r->valid) state.SkipWithError(("invalid plan " + name).c_str());
+  const auto& [name, plan, sim] = s.plans[static_cast<std::size_t>(state.range(0))];
+  go::SimWorkspace ws = sim->make_workspace();
+  const go::SimResult* r = &sim->simulate(plan, ws);
+  if (!r->valid) state.SkipWithError(("invalid plan " + name + ": " + go::sim_reason(*r, s.graph, sim->cluster())).c_str());
   for (auto _ : state) {
-    r = &s.sim->simulate(plan, ws);
+    r = &sim->simulate(plan, ws);
     benchmark::DoNotOptimize(r->step_time);
   }
   state.SetLabel(name);
@@ -172,19 +196,20 @@ void BM_sim_80k(benchmark::State& state) {
   state.counters["step_ms"] = r->step_time * 1e3;
   state.counters["sims_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_sim_80k)->DenseRange(0, 6)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_sim_80k)->DenseRange(0, 10)->Unit(benchmark::kMillisecond);
 
-// Threads evaluate independent plans (as an RL trainer's workers do), one workspace each.
+// Threads evaluate independent plans (as an RL trainer's workers do), one workspace each: the mix of
+// pipeline4 ... random8_priority_fused.
 void BM_sim_80k_threads(benchmark::State& state) {
   Setup& s = setup();
-  go::SimWorkspace ws = s.sim->make_workspace();
-  std::vector<const go::Plan*> mine;
-  for (std::size_t k = 1; k < s.plans.size(); ++k)
+  go::SimWorkspace ws = s.sim->make_workspace();  // both simulators: same graph and cluster
+  std::vector<const Setup::Entry*> mine;
+  for (std::size_t k = 1; k < 7; ++k)
     if (static_cast<int>(k) % state.threads() == state.thread_index() % state.threads() || state.threads() == 1)
-      mine.push_back(&s.plans[k].second);
+      mine.push_back(&s.plans[k]);
   std::size_t k = 0;
   for (auto _ : state) {
-    const go::SimResult& r = s.sim->simulate(*mine[k], ws);
+    const go::SimResult& r = mine[k]->sim->simulate(mine[k]->plan, ws);
     benchmark::DoNotOptimize(r.step_time);
     if (++k == mine.size()) k = 0;
   }

@@ -117,6 +117,34 @@ TEST_CASE("gopt place: a plan that cannot fit says so") {
   fs::remove(cl);
 }
 
+TEST_CASE("gopt simulate: a plan with a fusion group no compiler builds is invalid, with the reason") {
+  // a matmul fused with the split that reads it: a split is no epilogue (go/graph/fusion_rules.hpp)
+  const go::OpGraph g = go::load_graph("zoo:rnnlm2");
+  go::Plan p = go::Plan::single_device(g.num_ops());
+  p.fusion.assign(static_cast<std::size_t>(g.num_ops()), -1);
+  go::OpId mm = -1;
+  for (const go::Op& o : g.ops())
+    if (o.kind == go::OpKind::matmul && g.op(g.succ(o.id)[0]).kind == go::OpKind::split) {
+      mm = o.id;
+      break;
+    }
+  REQUIRE(mm >= 0);
+  p.fusion[static_cast<std::size_t>(mm)] = p.fusion[static_cast<std::size_t>(g.succ(mm)[0])] = mm;
+  const std::string why = go::check_plan(g, p, 2);
+  CHECK_THAT(why, Contains("is not a kernel a compiler builds") && Contains("cannot be an epilogue of library kernel"));
+  const std::string plan = tmp_path("illegal_fusion.json");
+  go::save_plan(p, g, plan);
+  const auto j = simulate_plan("zoo:rnnlm2", "v100x2", plan);  // exits 0: an invalid plan is a result
+  CHECK(j["valid"] == false);
+  CHECK(j["status"] == "fusion_illegal");
+  CHECK(j["reason"] == why);
+  CHECK(j["step_time_ms"].is_null());
+  const auto text = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", "v100x2", "--plan", plan});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("valid        no: " + why));
+  fs::remove(plan);
+}
+
 TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   const auto bad = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "nonesuch"});
   CHECK(bad.code != 0);

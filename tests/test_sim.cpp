@@ -193,7 +193,7 @@ TEST_CASE("two transfers contend for one channel", "[sim]") {
   }
 }
 
-TEST_CASE("priorities choose among ready ops; default is first ready, first run", "[sim]") {
+TEST_CASE("priorities choose among ready ops, default is first ready, first run", "[sim]") {
   Tiny t;
   t.op("x", 1, {10});
   t.op("y", 1, {10});
@@ -252,9 +252,9 @@ TEST_CASE("fusion: one launch, only external bytes, internal tensors never alloc
   CHECK(ws.unit_of(3) == 1);
   CHECK(ws.start_time(3) == ws.start_time(1));
   SECTION("measured members keep their time minus the saved launch") {
-    Tiny m;
-    m.op("a", 1, {100});
-    m.op("b", 2, {100}, {{0, 0}});
+    Tiny m;  // elementwise: a kind the fusion rules let fuse (go/graph/fusion_rules.hpp)
+    m.op("a", 1, {100}, {}, 0, go::OpKind::elementwise);
+    m.op("b", 2, {100}, {{0, 0}}, 0, go::OpKind::elementwise);
     const go::OpGraph gm = m.build();
     go::Simulator sm(gm, test_cluster(1));
     go::Plan pm;
@@ -303,12 +303,13 @@ TEST_CASE("out of memory is a verdict, not a crash", "[sim]") {
 }
 
 TEST_CASE("invalid plans are reported with the same reason as check_plan", "[sim]") {
-  Tiny t;
-  t.op("a", 1, {10});
-  t.op("b", 1, {10}, {{0, 0}});
-  t.op("c", 1, {10}, {{0, 0}, {1, 0}});
-  t.op("d", 1, {10}, {{2, 0}});
-  t.op("e", 1, {10}, {{3, 0}});
+  Tiny t;  // elementwise ops: every group below is legal by the fusion rules, and fails for another reason
+  const auto ew = go::OpKind::elementwise;
+  t.op("a", 1, {10}, {}, 0, ew);
+  t.op("b", 1, {10}, {{0, 0}}, 0, ew);
+  t.op("c", 1, {10}, {{0, 0}, {1, 0}}, 0, ew);
+  t.op("d", 1, {10}, {{2, 0}}, 0, ew);
+  t.op("e", 1, {10}, {{3, 0}}, 0, ew);
   t.b.spec(3).colocation = 4;
   t.b.spec(4).colocation = 4;
   const go::OpGraph g = t.build();
@@ -352,13 +353,14 @@ TEST_CASE("invalid plans are reported with the same reason as check_plan", "[sim
 
 TEST_CASE("two convex fusion groups that depend on each other", "[sim]") {
   // a -> b, c -> d, a -> d, c -> b: groups {a, d} no... use {a, d} and {c, b}: a->b (g2), c->d (g1)
-  Tiny t;
-  t.op("a", 1, {10});
-  t.op("c", 1, {10});
-  t.op("b", 1, {10}, {{0, 0}, {1, 0}});
-  t.op("d", 1, {10}, {{0, 0}, {1, 0}});
-  t.op("x", 1, {10}, {{0, 0}});
-  t.op("y", 1, {10}, {{4, 0}, {3, 0}});
+  Tiny t;  // elementwise ops: legal groups by the fusion rules
+  const auto ew = go::OpKind::elementwise;
+  t.op("a", 1, {10}, {}, 0, ew);
+  t.op("c", 1, {10}, {}, 0, ew);
+  t.op("b", 1, {10}, {{0, 0}, {1, 0}}, 0, ew);
+  t.op("d", 1, {10}, {{0, 0}, {1, 0}}, 0, ew);
+  t.op("x", 1, {10}, {{0, 0}}, 0, ew);
+  t.op("y", 1, {10}, {{4, 0}, {3, 0}}, 0, ew);
   const go::OpGraph g = t.build();
   go::Simulator sim(g, test_cluster(1));
   go::Plan p;

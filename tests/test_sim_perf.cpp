@@ -115,7 +115,9 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
   for (int i = 0; i < n; ++i) {
     go::OpSpec s;
     s.name = "op" + std::to_string(i);
-    s.kind = go::OpKind::other;
+    // elementwise ops fuse by the fusion rules; op 5 (other) never does, so a run holding it is
+    // illegal and the workspace must recover from that too
+    s.kind = i == 5 ? go::OpKind::other : go::OpKind::elementwise;
     s.time = 1e-4 * static_cast<double>(1 + rng() % 5);
     s.temp_bytes = static_cast<std::int64_t>(rng() % 3) * 64;
     for (int k = 0; k < 2; ++k) {
@@ -134,7 +136,7 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
   go::Simulator sim(g, one_cluster(3));
   go::SimWorkspace ws = sim.make_workspace();
   auto topo = g.topo_order();
-  int fused_valid = 0, fused_invalid = 0;
+  int fused_valid = 0, fused_invalid = 0, illegal = 0;
   for (int rep = 0; rep < 300; ++rep) {
     go::Plan p;
     p.device.resize(static_cast<std::size_t>(n));
@@ -156,6 +158,7 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
         }
         i += len;
       }
+      if (rng() % 2) p.fusion[5] = -1;  // half the plans leave op 5 out
       if (mode == 3)
         for (int k = 0; k < 3; ++k) p.fusion[rng() % static_cast<unsigned>(n)] = static_cast<std::int32_t>(rng() % 90) - 5;
     }
@@ -167,6 +170,7 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
     REQUIRE(got.valid == expect.valid);
     REQUIRE(got.status == expect.status);
     if (!p.fusion.empty()) ++(got.valid ? fused_valid : fused_invalid);
+    illegal += got.status == go::SimStatus::fusion_illegal;
     CHECK(got.step_time == expect.step_time);
     CHECK(got.peak_memory == expect.peak_memory);
     CHECK(got.busy_time == expect.busy_time);
@@ -186,4 +190,5 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
   }
   CHECK(fused_valid > 20);
   CHECK(fused_invalid > 20);
+  CHECK(illegal > 10);
 }

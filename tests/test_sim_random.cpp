@@ -446,7 +446,10 @@ TEST_CASE("random DAGs and plans: simulator == reference, invariants hold", "[si
     const bool free_ops = iter % 4 == 3;
     const go::OpGraph g = random_graph(rng, n, free_ops);
     const go::Cluster c = random_cluster(rng, nd, iter % 5 == 4);
-    go::Simulator sim(g, c);
+    // the reference knows the fusion cost model, not the fusion rules: any convex group runs
+    go::SimOptions so;
+    so.check_fusion_rules = false;
+    go::Simulator sim(g, c, so);
     go::SimWorkspace ws = sim.make_workspace();
     ws.set_record_memory(true);
     for (int rep = 0; rep < 3; ++rep) {
@@ -465,7 +468,7 @@ TEST_CASE("random DAGs and plans: simulator == reference, invariants hold", "[si
         ++fused_plans;
       }
       INFO("iter " << iter << " rep " << rep << " n " << n << " devices " << nd);
-      REQUIRE(go::check_plan(g, p, nd) == "");
+      REQUIRE(go::check_plan(g, p, nd, true, false) == "");
       const go::SimResult& r = sim.simulate(p, ws);
       ++total;
       const RefResult ref = reference(g, c, p);
@@ -505,28 +508,40 @@ TEST_CASE("random DAGs and plans: simulator == reference, invariants hold", "[si
   CHECK(total == 9000);
 }
 
-TEST_CASE("random non-convex fusion is caught, with the reason check_plan gives", "[sim][random]") {
+TEST_CASE("random non-convex or illegal fusion is caught, with the reason check_plan gives", "[sim][random]") {
+  // With the fusion rules off only convexity counts; with them on, the rules come first (most of
+  // these random groups mix convolutions and matmuls), and both sides must name the same group.
   std::mt19937 rng(777);
-  int invalid = 0;
+  int invalid = 0, illegal = 0;
+  go::SimOptions off;
+  off.check_fusion_rules = false;
   for (int iter = 0; iter < 2000; ++iter) {
     const int n = 3 + static_cast<int>(rng() % 20);
     const go::OpGraph g = random_graph(rng, n, false);
-    go::Simulator sim(g, go::cluster_preset("v100x2"));
-    go::SimWorkspace ws = sim.make_workspace();
     go::Plan p;
     p.fusion.resize(static_cast<std::size_t>(n));
     for (auto& f : p.fusion) f = rng() % 3 == 0 ? static_cast<std::int32_t>(rng() % 3) : -1;
-    const std::string expect = go::check_plan(g, p, 2);
-    const go::SimResult& r = sim.simulate(p, ws);
-    INFO("iter " << iter);
-    CHECK(go::sim_reason(r, g, sim.cluster()) == expect);
-    CHECK(r.valid == expect.empty());
-    if (!r.valid) {
-      ++invalid;
-      CHECK((r.status == go::SimStatus::fusion_not_convex || r.status == go::SimStatus::fusion_cycle));
+    for (bool rules : {false, true}) {
+      go::Simulator sim(g, go::cluster_preset("v100x2"), rules ? go::SimOptions{} : off);
+      go::SimWorkspace ws = sim.make_workspace();
+      const std::string expect = go::check_plan(g, p, 2, true, rules);
+      const go::SimResult& r = sim.simulate(p, ws);
+      INFO("iter " << iter << (rules ? " with" : " without") << " the fusion rules");
+      CHECK(go::sim_reason(r, g, sim.cluster()) == expect);
+      CHECK(r.valid == expect.empty());
+      if (!r.valid && !rules) {
+        ++invalid;
+        CHECK((r.status == go::SimStatus::fusion_not_convex || r.status == go::SimStatus::fusion_cycle));
+      }
+      if (!r.valid && rules) {
+        CHECK((r.status == go::SimStatus::fusion_not_convex || r.status == go::SimStatus::fusion_cycle ||
+               r.status == go::SimStatus::fusion_illegal));
+        illegal += r.status == go::SimStatus::fusion_illegal;
+      }
+      // the workspace recovers
+      CHECK(sim.simulate(go::Plan{}, ws).valid);
     }
-    // the workspace recovers
-    CHECK(sim.simulate(go::Plan{}, ws).valid);
   }
   CHECK(invalid > 100);
+  CHECK(illegal > 100);
 }

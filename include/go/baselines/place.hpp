@@ -181,7 +181,7 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
     else r.plan.fusion.clear();
     // earlier attempts and their simulations are part of the optimization; this attempt's is not
     r.optimize_seconds = detail::base::seconds_since(t0);
-    const std::string bad = check_plan(g, r.plan, c.num_devices(), opts.sim.check_colocation);
+    const std::string bad = check_plan(g, r.plan, c.num_devices(), opts.sim.check_colocation, opts.sim.check_fusion_rules);
     GO_CHECK(bad.empty(), g.where(), method, " produced an invalid plan: ", bad);
     evaluate_plan(g, c, r.plan, r, opts.sim);
     GO_CHECK(r.valid || r.status == SimStatus::out_of_memory, g.where(), method, " produced an invalid plan: ", r.reason);

@@ -8,7 +8,7 @@
 // their starting points, and a plan that fits always beats one that does not.
 // Cost of a plan: its step time when valid; out of memory: step time x 2 x (needed / capacity) on
 // the first device that overflowed (so plans closer to fitting rank better); any other invalid
-// plan: +inf. Comparisons put every plan that fits before every plan that does not, then by cost.
+// plan (bad device, colocation split): +inf; invalid fusion: an error (below). Comparisons put every plan that fits before every plan that does not, then by cost.
 //
 // Both work on the depth-first topological order (detail::base::depth_first_topo_order), whose
 // contiguous runs keep chains and branches together.
@@ -17,16 +17,23 @@
 //   with probability 1/2 adds random priorities (uniform in [0, 1) per op). Colocation groups are
 //   then enforced. The best sample wins.
 // anneal: starts from the best starting plan. A move either (p = 0.8) sends a contiguous run of
-//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random device, or
+//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random device
+//   (with fusion groups: every op of a group or a colocation group that the run touches, closed
+//   under both, so each group stays on one device), or
 //   (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
 //   n - topological position, which reproduces first-ready order on chains). Metropolis acceptance
 //   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the
 //   budget; while the current plan fits, a move to a plan that does not is always rejected.
+// Neither changes fusion: random search proposes unfused plans; anneal keeps its starting plan's
+//   fusion groups, and when there are any, a device move takes whole groups (above), so no
+//   proposal splits a group over devices or breaks the fusion rules (go/graph/fusion_rules.hpp). A
+//   starting plan whose fusion is invalid (rules, devices, cycles) is an error.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "go/baselines/common.hpp"
@@ -57,10 +64,17 @@ struct SearchEval {
     bool operator<(const Score& o) const { return valid != o.valid ? valid : cost < o.cost; }
   };
 
-  Score score(const Plan& p) {
+  // start: the index of a starting plan, or -1 for a proposal of the search itself (whose fusion
+  // is valid by construction: a failure there is a bug).
+  Score score(const Plan& p, std::int64_t start = -1) {
     ++calls;
     const SimResult& r = sim.simulate(p, ws);
     if (r.valid) return {true, r.step_time};
+    const bool fusion_bad = r.status == SimStatus::bad_fusion_id || r.status == SimStatus::fusion_spans_devices ||
+                            r.status == SimStatus::fusion_not_convex || r.status == SimStatus::fusion_cycle ||
+                            r.status == SimStatus::fusion_illegal;
+    GO_CHECK(!fusion_bad, g.where(), "search: ", start >= 0 ? "starting plan " + std::to_string(start) : "a move",
+             " has invalid fusion: ", sim_reason(r, g, c));
     if (r.status == SimStatus::out_of_memory && std::isfinite(r.step_time)) {
       const double cap = static_cast<double>(c.spec(r.problem_device).memory_bytes);
       return {false, r.step_time * 2.0 * std::max(1.0, static_cast<double>(r.problem_bytes) / cap)};
@@ -77,7 +91,7 @@ struct SearchEval {
       return out;
     }
     for (std::size_t i = 0; i < starts.size() && calls < budget; ++i) {
-      const Score s = score(starts[i]);
+      const Score s = score(starts[i], static_cast<std::int64_t>(i));
       if (i == 0 || s < best) {
         best = s;
         out = starts[i];
@@ -86,6 +100,33 @@ struct SearchEval {
     return out;
   }
 };
+
+// Placement units of a fused plan: union of its fusion groups and colocation groups, closed under
+// both (unit[v] = a representative op; empty when the plan has no fusion). Moving whole units keeps
+// every fusion group on one device.
+inline std::vector<OpId> fused_placement_units(const OpGraph& g, const Plan& p) {
+  if (p.fusion.empty()) return {};
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<OpId> parent(n);
+  for (std::size_t i = 0; i < n; ++i) parent[i] = static_cast<OpId>(i);
+  auto find = [&](OpId x) {
+    while (parent[static_cast<std::size_t>(x)] != x)
+      x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    return x;
+  };
+  std::unordered_map<std::int64_t, OpId> first;  // fusion id f -> its first op; colocation c -> (-1 - c)
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    const std::int32_t f = p.fusion[static_cast<std::size_t>(v)], c = g.op(v).colocation;
+    for (std::int64_t key : {f >= 0 ? std::int64_t{f} : std::int64_t{-1}, c >= 0 ? -2 - std::int64_t{c} : std::int64_t{-1}}) {
+      if (key == -1) continue;
+      auto [it, fresh] = first.emplace(key, v);
+      if (!fresh) parent[static_cast<std::size_t>(find(v))] = find(it->second);
+    }
+  }
+  std::vector<OpId> unit(n);
+  for (std::size_t i = 0; i < n; ++i) unit[i] = find(static_cast<OpId>(i));
+  return unit;
+}
 
 }  // namespace detail::base
 
@@ -157,6 +198,12 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
   double temp = t0;
   const double log_max_len = std::log(static_cast<double>(std::max<std::size_t>(1, n / static_cast<std::size_t>(k))) + 1.0);
+  // fused: every op of the units a run touches moves with it
+  const std::vector<OpId> unit = detail::base::fused_placement_units(g, cur);
+  std::vector<std::vector<OpId>> unit_ops(unit.empty() ? 0 : n);
+  for (std::size_t i = 0; i < unit.size(); ++i) unit_ops[static_cast<std::size_t>(unit[i])].push_back(static_cast<OpId>(i));
+  std::vector<std::int64_t> moved(unit.size(), -1);  // per unit: the last move that sent it
+  std::int64_t move = 0;
   Plan cand;
   while (ev.calls < budget) {
     cand = cur;
@@ -165,8 +212,18 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
     const std::size_t len = std::min(n - start, std::max<std::size_t>(1, draw));
     if (k > 1 && rng.uniform() < 0.8f) {
       const auto d = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(k)));
-      for (std::size_t p = start; p < start + len; ++p) cand.device[static_cast<std::size_t>(topo[p])] = d;
-      colocate(g, cand);
+      if (unit.empty()) {
+        for (std::size_t p = start; p < start + len; ++p) cand.device[static_cast<std::size_t>(topo[p])] = d;
+        colocate(g, cand);
+      } else {
+        ++move;
+        for (std::size_t p = start; p < start + len; ++p) {
+          const auto u = static_cast<std::size_t>(unit[static_cast<std::size_t>(topo[p])]);
+          if (moved[u] == move) continue;
+          moved[u] = move;
+          for (OpId v : unit_ops[u]) cand.device[static_cast<std::size_t>(v)] = d;
+        }
+      }
     } else {
       if (cand.priority.empty()) {
         cand.priority.resize(n);

@@ -1,7 +1,8 @@
 #pragma once
-// The whole graph layer: IR, importers, JSON format, cost model, training-graph expansion.
+// The whole graph layer: IR, importers, JSON format, cost model, fusion rules, training-graph expansion.
 #include "go/graph/cost.hpp"
 #include "go/graph/dnn_partitioning.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/io.hpp"
 #include "go/graph/json.hpp"

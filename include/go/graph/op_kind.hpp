@@ -56,21 +56,7 @@ inline constexpr std::array<std::string_view, kNumOpKinds> kOpKindNames = {
 constexpr std::string_view op_kind_name(OpKind k) { return kOpKindNames[static_cast<std::size_t>(k)]; }
 constexpr std::size_t op_kind_index(OpKind k) { return static_cast<std::size_t>(k); }
 
-// Kinds a compiler fuses into their producer's kernel (XLA's loop and input fusions): elementwise
-// math, activations, dropout, normalizations, softmax, reductions and views. Convolutions, matmuls,
-// pooling, gathers, concats and the rest start kernels of their own (they may be a fusion's root).
-// Both the XLA-like baseline (go/baselines/fusion.hpp) and the GO policy's fusion action obey it.
-constexpr bool op_kind_fusible(OpKind k) {
-  switch (k) {
-    case OpKind::relu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::gelu: case OpKind::elementwise:
-    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::dropout:
-    case OpKind::batch_norm: case OpKind::layer_norm: case OpKind::softmax: case OpKind::reduce:
-    case OpKind::reshape: case OpKind::transpose: case OpKind::pad: case OpKind::slice: case OpKind::accumulate:
-      return true;
-    default:
-      return false;
-  }
-}
+// Which ops fuse into one kernel, by kind and role: go/graph/fusion_rules.hpp.
 
 inline std::optional<OpKind> parse_op_kind(std::string_view s) {
   for (std::size_t i = 0; i < kNumOpKinds; ++i)

@@ -9,17 +9,19 @@
 //      group moves to the device of the group's first op in topological order.
 //   2. priority[op] = the sampled level (higher runs first among ready ops).
 //   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producer"
-//      joins the group of its producer p (the producer of its first data input; for an op with
-//      only control inputs, its first predecessor) when
-//        a. p is on v's device (after rule 1), and
-//        b. the merge keeps the graph of groups acyclic: every other predecessor w of v is in
-//           p's group already, or w's group is not reachable from p's group. Reachability is
-//           searched over groups, through ops earlier than v in topological order, visiting at
-//           most `search_budget` edges; when the budget runs out the merge is refused.
-//      Otherwise v stays in a group of its own. Since every op joins a group only through an
-//      edge from a member, each group is connected, sits on one device and is convex (a path
-//      that left the group and re-entered it would be a cycle among groups), which is what
-//      go/sim/plan.hpp's check_plan() requires. Groups of one op are reported as -1.
+//      joins the group of its producer p (go::fusion_producer: the producer of its first data
+//      input; for an op with only control inputs, its first predecessor) when
+//        a. p is on v's device (after rule 1),
+//        b. the union is a kernel a compiler builds (go/graph/fusion_rules.hpp: e.g. no
+//           convolution gradient with an epilogue, no matmul into a matmul, nothing reading a
+//           reduction of its group), and
+//        c. the merge keeps the graph of groups acyclic: no path leads from p's group to v through
+//           another group. Searched over groups, through ops earlier than v in topological order,
+//           visiting at most `search_budget` edges; when the budget runs out the merge is refused.
+//      (b and c are go::FusionGroups::merge.) Otherwise v stays in a group of its own. Every op
+//      joins a group only through an edge from a member, so each group is connected, sits on one
+//      device, is convex and legal: what go/sim/plan.hpp's check_plan() and the simulator require,
+//      so every decoded plan is valid or out of memory. Groups of one op are reported as -1.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/policy/features.hpp"
 #include "go/policy/policy.hpp"
@@ -43,6 +46,7 @@ struct Decision {
   std::int64_t fuse_requested = 0;     // ops whose action was "fuse into producer"
   std::int64_t fused = 0;              // ... that joined their producer's group
   std::int64_t refused_device = 0;     // ... refused because the producer is on another device
+  std::int64_t refused_rule = 0;       // ... refused because the group would break the fusion rules
   std::int64_t refused_cycle = 0;      // ... refused because the merge would create a cycle (or budget)
   std::int64_t num_groups = 0;         // groups of two ops or more
 };
@@ -51,15 +55,6 @@ struct DecodeOptions {
   bool colocate = true;
   std::int64_t search_budget = 4096;
 };
-
-// The op that "fuse into producer" merges v into: the producer of v's first data input; for an op
-// with only control inputs, its first predecessor; -1 for an op without predecessors.
-inline OpId fusion_producer(const OpGraph& g, OpId v) {
-  auto ins = g.inputs(v);
-  if (!ins.empty()) return g.tensor(ins[0]).producer;
-  auto ps = g.pred(v);
-  return ps.empty() ? OpId(-1) : ps[0];
-}
 
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
 // (each must be an integer in [0, priority_levels); a plan without priorities gives level 0
@@ -136,14 +131,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     }
   }
 
-  // Fusion: unit[v] = leader of v's group; members[leader] lists the group.
-  std::vector<OpId> unit(N);
-  for (std::int32_t i = 0; i < n; ++i) unit[static_cast<std::size_t>(i)] = i;
-  std::vector<std::vector<OpId>> members(N);
-  std::vector<std::int32_t> stamp(N, -1);  // per unit: the search (== v) that visited it
-  std::vector<std::int32_t> target(N, -1); // per unit: the search for which it is a target
-  std::vector<OpId> queue;
-  auto u = [&](OpId x) { return unit[static_cast<std::size_t>(x)]; };
+  FusionGroups groups(g, opt.search_budget);
   for (OpId v : topo) {
     if (af[pg.row_of[static_cast<std::size_t>(v)]] != 1) continue;
     ++d.fuse_requested;
@@ -153,64 +141,15 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       ++d.refused_device;
       continue;
     }
-    const OpId G = u(p);
-    const std::int32_t pos_v = g.topo_position(v);
-    // Units of the other predecessors: each must not be reachable from G.
-    bool need_search = false;
-    for (OpId w : g.pred(v))
-      if (u(w) != G) {
-        target[static_cast<std::size_t>(u(w))] = v;
-        need_search = true;
-      }
-    bool ok = true;
-    if (need_search) {
-      queue.clear();
-      queue.push_back(G);
-      stamp[static_cast<std::size_t>(G)] = v;
-      std::int64_t budget = opt.search_budget;
-      for (std::size_t h = 0; h < queue.size() && ok; ++h) {
-        const OpId U = queue[h];
-        auto visit_members = [&](OpId m) {
-          for (OpId s : g.succ(m)) {
-            if (--budget < 0) {
-              ok = false;
-              return;
-            }
-            if (g.topo_position(s) >= pos_v) continue;  // later ops cannot lead back before v
-            const OpId S = u(s);
-            if (S == U || stamp[static_cast<std::size_t>(S)] == v) continue;
-            if (target[static_cast<std::size_t>(S)] == v) {
-              ok = false;
-              return;
-            }
-            stamp[static_cast<std::size_t>(S)] = v;
-            queue.push_back(S);
-          }
-        };
-        if (members[static_cast<std::size_t>(U)].empty()) visit_members(U);
-        else
-          for (OpId m : members[static_cast<std::size_t>(U)]) {
-            visit_members(m);
-            if (!ok) break;
-          }
-      }
+    switch (groups.merge(p, v)) {
+      case FusionGroups::Merge::merged: ++d.fused; break;
+      case FusionGroups::Merge::same_group: break;  // cannot happen: v is alone until visited
+      case FusionGroups::Merge::refused_rule: ++d.refused_rule; break;
+      case FusionGroups::Merge::refused_cycle: ++d.refused_cycle; break;
     }
-    if (!ok) {
-      ++d.refused_cycle;
-      continue;
-    }
-    auto& mem = members[static_cast<std::size_t>(G)];
-    if (mem.empty()) mem.push_back(G);
-    mem.push_back(v);
-    unit[static_cast<std::size_t>(v)] = G;
-    ++d.fused;
   }
-  for (std::int32_t i = 0; i < n; ++i) {
-    const auto& mem = members[static_cast<std::size_t>(i)];
-    if (mem.size() < 2) continue;
-    ++d.num_groups;
-    for (OpId m : mem) d.fusion_group[static_cast<std::size_t>(m)] = i;
-  }
+  d.fusion_group = groups.fusion();
+  d.num_groups = groups.num_groups();
   return d;
 }
 

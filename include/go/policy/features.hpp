@@ -13,10 +13,13 @@
 //                           role one-hot (forward, backward, update)
 //   preds    CsrPair        row r's predecessors (as rows), duplicates kept, control edges included
 //   succs    CsrPair        row r's successors
-//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows without a predecessor and
-//                           for kinds no compiler fuses into a producer (op_kind_fusible: a
-//                           convolution or matmul starts its own kernel; the simulator would run
-//                           any convex group as one kernel, so this is where realism is enforced)
+//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows that can never join their
+//                           producer's group legally (go/graph/fusion_rules.hpp): rows without a
+//                           predecessor, ops that never join a producer (library, alone and source
+//                           ops), and (from_graph) ops whose fusion_producer() is a source, an alone
+//                           op, a reduction or a library kernel they cannot follow as an epilogue
+//                           (fusion_pair_possible). What the mask leaves open may still be refused
+//                           by decode()'s repair, which sees the groups.
 //   anchor_*    i32 [n]     optional: the actions of an anchor plan per row (device, priority level,
 //                           fuse into producer), set by set_anchor() (go/rl/anchor.hpp computes them
 //                           for a cluster); the policy reads them when its config has "anchor"
@@ -29,6 +32,7 @@
 
 #include "go/core/csr.hpp"
 #include "go/core/tensor.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
 
@@ -113,11 +117,17 @@ struct PolicyGraph {
       f[8 + static_cast<int>(o.role)] = 1.f;
     }
     pg.set_edges(dst, src);
+    for (std::int64_t r = 0; r < n; ++r) {
+      const OpId v = pg.order[static_cast<std::size_t>(r)];
+      const OpId p = fusion_producer(g, v);
+      if (p >= 0 && !fusion_pair_possible(g, v, p)) pg.fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
+    }
     return pg;
   }
 
   // From raw arrays already in topological order (tests, synthetic graphs): kinds [n],
-  // numeric [n, kNumNumericFeatures], edges dst[k] <- src[k] with src[k] < dst[k].
+  // numeric [n, kNumNumericFeatures], edges dst[k] <- src[k] with src[k] < dst[k]. The fusion mask
+  // sees kinds only (roles taken as forward, producers unknown).
   static PolicyGraph from_arrays(std::string name, const Tensor& kinds, const Tensor& numeric,
                                  std::span<const std::int32_t> dst, std::span<const std::int32_t> src) {
     GO_CHECK(kinds.defined() && kinds.dtype() == DType::i32 && kinds.rank() == 1,
@@ -159,7 +169,7 @@ struct PolicyGraph {
     const std::int64_t* rp = preds.fwd.row_ptr.data<std::int64_t>();
     const std::int32_t* k = kinds.data<std::int32_t>();
     for (std::int64_t r = 0; r < num_nodes; ++r)
-      if (rp[r + 1] == rp[r] || !op_kind_fusible(static_cast<OpKind>(k[r]))) fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
+      if (rp[r + 1] == rp[r] || !fusion_joins_producer(static_cast<OpKind>(k[r]))) fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
   }
 };
 

@@ -7,8 +7,9 @@
 //   fusion[i]   int32, fusion group id in [0, num_ops), -1 = unfused (empty: no fusion). Ops sharing
 //               an id run as one kernel (see simulator.hpp).
 // A plan is valid for a graph and a cluster when every device is in range, every fusion group sits
-// on one device and the fusion groups leave the graph acyclic (each group convex: no path leaves a
-// group and re-enters it, and no two groups depend on each other), and, when asked, every
+// on one device, every fusion group is a kernel a compiler builds (go/graph/fusion_rules.hpp; when
+// asked, on by default) and the fusion groups leave the graph acyclic (each group convex: no path
+// leaves a group and re-enters it, and no two groups depend on each other), and, when asked, every
 // colocation group sits on one device. check_plan() says why not; the simulator reports the same
 // problems in its result without throwing.
 //
@@ -35,6 +36,7 @@
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/sim/cluster.hpp"
 
@@ -69,8 +71,9 @@ inline void check_plan_sizes(const Plan& p, std::int32_t num_ops, const std::str
 }
 
 // "" when the plan is valid for the graph on `num_devices` devices, else the first problem in one
-// line. Allocates; the simulator performs the same checks without allocating.
-inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_devices, bool check_colocation = true) {
+// line. Allocates; the simulator performs the same checks, in the same order, without allocating.
+inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_devices, bool check_colocation = true,
+                              bool check_fusion_rules = true) {
   check_plan_sizes(p, g.num_ops());
   const auto n = static_cast<std::size_t>(g.num_ops());
   for (std::size_t i = 0; i < n; ++i) {
@@ -107,17 +110,27 @@ inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_
       return "fusion group " + std::to_string(f) + " spans devices " + std::to_string(p.device_of(l)) + " and " +
              std::to_string(p.device_of(v)) + ": " + g.label(l) + " and " + g.label(v);
   }
-  // acyclic quotient graph (Kahn over units)
   auto unit = [&](OpId v) {
     const std::int32_t f = p.fusion[static_cast<std::size_t>(v)];
     return f < 0 ? v : leader[static_cast<std::size_t>(f)];
   };
+  std::vector<std::vector<OpId>> members(n);
+  for (OpId v : g.topo_order()) members[static_cast<std::size_t>(unit(v))].push_back(v);
+  // kernels a compiler builds; groups in the order the simulator meets them (by their second op in
+  // topological order), so both name the same group
+  if (check_fusion_rules)
+    for (OpId v : g.topo_order()) {
+      const OpId l = unit(v);
+      const auto& mem = members[static_cast<std::size_t>(l)];
+      if (l == v || mem[1] != v) continue;
+      if (const FusionProblem fp = check_fusion_group(g, mem, [&](OpId u) { return unit(u) == l; }))
+        return "fusion group " + std::to_string(p.fusion[static_cast<std::size_t>(l)]) + " " + fusion_problem_text(g, fp);
+    }
+  // acyclic quotient graph (Kahn over units)
   std::vector<std::int32_t> indeg(n, 0);
   for (std::size_t v = 0; v < n; ++v)
     for (OpId u : g.pred(static_cast<OpId>(v)))
       if (unit(u) != unit(static_cast<OpId>(v))) ++indeg[static_cast<std::size_t>(unit(static_cast<OpId>(v)))];
-  std::vector<std::vector<OpId>> members(n);
-  for (OpId v : g.topo_order()) members[static_cast<std::size_t>(unit(v))].push_back(v);
   std::vector<OpId> queue;
   std::size_t units = 0;
   for (std::size_t v = 0; v < n; ++v)

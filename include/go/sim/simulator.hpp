@@ -56,7 +56,9 @@
 //   the peaks are reported for penalties.
 // Validity. A device index out of range, a non-finite priority, a fusion id out of range, a fusion
 //   group spanning devices, a colocation group (Op::colocation) spanning devices (when
-//   SimOptions::check_colocation), or fusion groups that make the unit graph cyclic (a non-convex
+//   SimOptions::check_colocation), a fusion group that is not a kernel a compiler builds (the rules
+//   of go/graph/fusion_rules.hpp, checked once per plan in O(group edges), when
+//   SimOptions::check_fusion_rules), or fusion groups that make the unit graph cyclic (a non-convex
 //   group, or two groups depending on each other) make the plan invalid with step_time = +inf and
 //   the offending ops/groups recorded; sim_reason() words it the same way as check_plan().
 // Step time is the time the last unit or transfer completes.
@@ -101,6 +103,7 @@
 
 #include "go/core/error.hpp"
 #include "go/graph/cost.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
 #include "go/sim/cluster.hpp"
@@ -110,6 +113,9 @@ namespace go {
 
 struct SimOptions {
   bool check_colocation = true;  // a colocation group spanning devices makes the plan invalid
+  // A fusion group breaking go/graph/fusion_rules.hpp makes the plan invalid. Off only to study the
+  // fusion cost model on arbitrary convex groups (tests, benchmarks of the mechanics).
+  bool check_fusion_rules = true;
   bool stop_on_oom = false;      // stop at the first out-of-memory instead of finishing the step
 };
 
@@ -121,6 +127,7 @@ enum class SimStatus : std::uint8_t {
   fusion_spans_devices,  // problem_group holds problem_op (problem_device) and problem_op2 (problem_device2)
   fusion_not_convex,     // a path leaves problem_group and re-enters it through problem_op
   fusion_cycle,          // problem_group and problem_group2 depend on each other
+  fusion_illegal,        // problem_group breaks fusion_rule (go/graph/fusion_rules.hpp) at problem_op (and problem_op2)
   colocation_split,      // colocation group problem_group holds problem_op and problem_op2 on two devices
   out_of_memory,         // problem_device needed problem_bytes at problem_time (while running problem_op)
 };
@@ -128,7 +135,8 @@ enum class SimStatus : std::uint8_t {
 inline constexpr std::string_view sim_status_name(SimStatus s) {
   constexpr std::string_view names[] = {"ok",           "bad_device",        "bad_priority",
                                         "bad_fusion_id", "fusion_spans_devices", "fusion_not_convex",
-                                        "fusion_cycle", "colocation_split",  "out_of_memory"};
+                                        "fusion_cycle", "fusion_illegal",    "colocation_split",
+                                        "out_of_memory"};
   return names[static_cast<std::size_t>(s)];
 }
 
@@ -150,6 +158,7 @@ struct SimResult {
   std::int32_t problem_device = -1, problem_device2 = -1;
   std::int64_t problem_bytes = 0;
   double problem_time = 0;
+  FusionRule fusion_rule = FusionRule::ok;     // fusion_illegal: the rule problem_group breaks
 };
 
 // One transfer of the last simulation.
@@ -643,6 +652,7 @@ inline const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) 
   r.problem_device = r.problem_device2 = -1;
   r.problem_bytes = 0;
   r.problem_time = 0;
+  r.fusion_rule = FusionRule::ok;
   std::fill(r.busy_time.begin(), r.busy_time.end(), 0.0);
   std::fill(r.peak_memory.begin(), r.peak_memory.end(), 0);
   std::fill(r.resident_memory.begin(), r.resident_memory.end(), 0);
@@ -841,6 +851,20 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::int32_t v = gops[i];
       mlist[cursor[grp[leader[v]]]++] = v;
     }
+    // kernels a compiler builds (groups in the topological order of their leaders, as check_plan)
+    if (options_.check_fusion_rules)
+      for (std::int32_t g = 0; g < ngroups; ++g) {
+        const std::int32_t L = glead[g];
+        const FusionProblem fp = check_fusion_group(
+            *g_, std::span<const OpId>(mlist + goff[g], mlist + goff[g + 1]), [&](OpId u) { return leader[u] == L; });
+        if (fp) {
+          r.problem_group = fus[L];
+          r.problem_op = fp.op;
+          r.problem_op2 = fp.op2;
+          r.fusion_rule = fp.rule;
+          return fail(SimStatus::fusion_illegal);
+        }
+      }
     // per-group cost, memory and pending inputs
     if (++ws.epoch_ == 0) {
       std::fill(ws.stamp_.begin(), ws.stamp_.end(), 0);
@@ -1383,6 +1407,9 @@ inline std::string sim_reason(const SimResult& r, const OpGraph& g, const Cluste
     case SimStatus::fusion_cycle:
       return "fusion groups " + std::to_string(r.problem_group) + " and " + std::to_string(r.problem_group2) +
              " depend on each other (fusing them would create a cycle)";
+    case SimStatus::fusion_illegal:
+      return "fusion group " + std::to_string(r.problem_group) + " " +
+             fusion_problem_text(g, FusionProblem{r.fusion_rule, r.problem_op, r.problem_op2});
     case SimStatus::colocation_split:
       return "colocation group " + std::to_string(r.problem_group) + " spans devices " + dev_name(r.problem_device) +
              " and " + dev_name(r.problem_device2) + ": " + g.label(r.problem_op) + " and " + g.label(r.problem_op2);

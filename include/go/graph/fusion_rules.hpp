@@ -1,0 +1,425 @@
+#pragma once
+// Fusion legality: which groups of ops a compiler can run as one kernel. The one model behind the
+// simulator's verdict (sim/simulator.hpp, sim/plan.hpp check_plan), the XLA-like heuristic
+// (baselines/fusion.hpp), the GO policy's fusion mask and decode repair (policy/features.hpp,
+// policy/decode.hpp) and annealing (baselines/search.hpp). Without it the simulator would run any
+// convex same-device group as one kernel: a convolution's gradient fused with the elementwise op
+// that reads it, or a chain of matmuls, kernels no compiler builds.
+//
+// Every op has a fusion class (fusion_class(), by kind and role):
+//   source     input, constant (graph feeds, constants, weight variables): kernels read them, none
+//              computes them, so they are never members of a group.
+//   alone      its own kernel, never fused: rnn (cuDNN's RNN API has no epilogue), the backward of
+//              max/avg pooling (select-and-scatter) and of gather (scatter-add), optimizer updates
+//              (TensorFlow's ResourceApply* kernels), and unknown ops (other).
+//   library    conv, matmul: cuDNN / cuBLAS(Lt) calls (XLA emits them as custom calls).
+//   loop       elementwise math, activations, dropout, batch/layer norm, softmax, views and data
+//              movement (reshape, transpose, pad, slice, split, concat), forward pooling and gather
+//              (XLA fuses reduce-window and gather into loop fusions), gradient accumulation, and
+//              the backward of reductions (a broadcast).
+//   reduction  forward reduce and global_pool (a ReduceMean over H, W); the loss is one.
+//
+// A group of two or more ops (Plan::fusion) is legal when (check_fusion_group(), FusionRule):
+//   1. no member is a source or an alone op                                          (never_fused)
+//   2. it holds at most one library op                                       (two_library_kernels)
+//   3. with a library op L (a cuDNN / cuBLASLt epilogue fusion; XLA's cudnn_fused_conv_rewriter and
+//      gemm_rewriter build the same kernels):
+//      a. L is a forward op: training's backward kernels (a conv/matmul gradient) run alone, as
+//         cuDNN and XLA do by default                                           (gradient_library)
+//      b. L reads no member of its group: no prologue, L starts the kernel    (library_not_root)
+//      c. every other member is an epilogue op: pointwise math (relu, sigmoid, tanh, gelu,
+//         elementwise, add, sub, mul, div) or a view (reshape)                   (not_epilogue_kind)
+//      d. an epilogue op reads only group members, parameters and constants (source ops): a bias
+//         add, an activation, not a residual add of another computed tensor (cuDNN's conv-bias-
+//         activation "z" operand is not modelled)                        (epilogue_reads_outside)
+//      e. an epilogue op reads at least one group member: it consumes L's result (epilogue_detached)
+//   4. without a library op (XLA's loop fusion, instruction_fusion.cc / gpu_fusible.cc; any number of
+//      computed inputs):
+//      a. at most one reduction: a reduction is the root of XLA's input fusion; fusing sibling
+//         reductions is XLA's multi-output fusion, not modelled                    (two_reductions)
+//      b. no member reads a reduction of its own group: a reduction ends a fusion (reduction_consumed)
+// Besides these, check_plan() and the simulator require a group to sit on one device and the
+// groups to keep the graph acyclic (each group convex); FusionGroups below keeps both while it
+// merges groups. Not modelled: XLA's multi-output fusion pass (sibling fusion), horizontal fusion,
+// producer duplication, fusion size limits, and fusions of a library kernel with a normalization.
+// Control edges order ops but carry no data: they never make an epilogue read from outside.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "go/core/error.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/op_kind.hpp"
+
+namespace go {
+
+enum class FusionClass : std::uint8_t { source, alone, library, loop, reduction };
+
+constexpr FusionClass fusion_class(OpKind k, OpRole role) {
+  const bool fwd = role == OpRole::forward;
+  switch (k) {
+    case OpKind::input: case OpKind::constant: return FusionClass::source;
+    case OpKind::conv: case OpKind::matmul: return FusionClass::library;
+    case OpKind::rnn: case OpKind::update: case OpKind::other: return FusionClass::alone;
+    case OpKind::max_pool: case OpKind::avg_pool: case OpKind::gather:
+      return fwd ? FusionClass::loop : FusionClass::alone;
+    case OpKind::reduce: case OpKind::global_pool: return fwd ? FusionClass::reduction : FusionClass::loop;
+    default: return FusionClass::loop;
+  }
+}
+inline FusionClass fusion_class(const Op& o) { return fusion_class(o.kind, o.role); }
+
+// Kinds that may follow a forward library kernel in its epilogue (rule 3c).
+constexpr bool fusion_epilogue_kind(OpKind k) {
+  switch (k) {
+    case OpKind::relu: case OpKind::sigmoid: case OpKind::tanh: case OpKind::gelu: case OpKind::elementwise:
+    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div: case OpKind::reshape:
+      return true;
+    default:
+      return false;
+  }
+}
+
+enum class FusionRule : std::uint8_t {
+  ok,
+  never_fused,             // op is a source or an alone op
+  two_library_kernels,     // op and op2 are library kernels of one group
+  gradient_library,        // op is a library kernel of the backward pass
+  library_not_root,        // library kernel op reads op2 of its group
+  not_epilogue_kind,       // op, in the group of library kernel op2, is not an epilogue kind
+  epilogue_reads_outside,  // epilogue op reads op2, computed outside the group
+  epilogue_detached,       // epilogue op reads nothing of its group (library kernel op2)
+  two_reductions,          // op and op2 are reductions of one group
+  reduction_consumed,      // reduction op is read by op2 of its group
+};
+
+struct FusionProblem {
+  FusionRule rule = FusionRule::ok;
+  OpId op = -1, op2 = -1;
+  explicit operator bool() const { return rule != FusionRule::ok; }
+};
+
+// What a group breaks, in words, after "fusion group <id> ". The simulator (sim_reason) and
+// check_plan() word it the same way.
+inline std::string fusion_problem_text(const OpGraph& g, const FusionProblem& p) {
+  auto op = [&](OpId v) { return std::string(op_kind_name(g.op(v).kind)) + " " + g.label(v); };
+  const std::string pre = "is not a kernel a compiler builds: ";
+  switch (p.rule) {
+    case FusionRule::ok: return {};
+    case FusionRule::never_fused:
+      return pre + op(p.op) +
+             (fusion_class(g.op(p.op)) == FusionClass::source ? " is a graph input or constant, which kernels read but never compute"
+                                                              : " runs as a kernel of its own and is never fused");
+    case FusionRule::two_library_kernels:
+      return pre + op(p.op) + " and " + op(p.op2) + " are both library kernels (convolution / matrix product); one never fuses into another";
+    case FusionRule::gradient_library:
+      return pre + op(p.op) + " is a library kernel of the backward pass, which runs alone (no epilogue)";
+    case FusionRule::library_not_root:
+      return pre + "library kernel " + op(p.op) + " reads " + op(p.op2) +
+             " of its own group (a library kernel starts its fusion: no prologue)";
+    case FusionRule::not_epilogue_kind:
+      return pre + op(p.op) + " cannot be an epilogue of library kernel " + op(p.op2) +
+             " (epilogues are pointwise ops and views: bias add, activation)";
+    case FusionRule::epilogue_reads_outside:
+      return pre + op(p.op) + ", an epilogue of a library kernel, reads " + op(p.op2) +
+             " from outside the group (an epilogue reads only the kernel's result, parameters and constants)";
+    case FusionRule::epilogue_detached:
+      return pre + op(p.op) + " reads nothing of its group (an epilogue consumes library kernel " + op(p.op2) + "'s result)";
+    case FusionRule::two_reductions:
+      return pre + op(p.op) + " and " + op(p.op2) + " are both reductions (one reduction per fusion; multi-output fusion is not modelled)";
+    case FusionRule::reduction_consumed:
+      return pre + "reduction " + op(p.op) + " is read by " + op(p.op2) + " of the same group (a reduction ends a fusion)";
+  }
+  return {};
+}
+
+namespace detail::fusion {
+
+// The per-op parts of the rules, shared by the whole-group check and FusionGroups' merges.
+// in_group(OpId) says whether an op is a member of the group (or of the union being considered).
+
+// Rules 1 and 3a for one op of a group of two or more.
+inline FusionProblem member_class(const Op& o) {
+  const FusionClass c = fusion_class(o);
+  if (c == FusionClass::source || c == FusionClass::alone) return {FusionRule::never_fused, o.id, -1};
+  if (c == FusionClass::library && o.role != OpRole::forward) return {FusionRule::gradient_library, o.id, -1};
+  return {};
+}
+
+// Rule 3b: library kernel lib reads no member.
+template <class InGroup>
+FusionProblem library_root(const OpGraph& g, OpId lib, InGroup&& in_group) {
+  for (OpId u : g.pred(lib))
+    if (in_group(u)) return {FusionRule::library_not_root, lib, u};
+  return {};
+}
+
+// Rules 3c-e for member v of the group of library kernel lib (v != lib).
+template <class InGroup>
+FusionProblem epilogue_member(const OpGraph& g, OpId v, OpId lib, InGroup&& in_group) {
+  if (!fusion_epilogue_kind(g.op(v).kind)) return {FusionRule::not_epilogue_kind, v, lib};
+  auto ps = g.pred(v);
+  auto ts = g.pred_tensors(v);
+  bool reads_group = false;
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    if (ts[k] < 0) continue;  // a control edge
+    if (in_group(ps[k])) reads_group = true;
+    else if (fusion_class(g.op(ps[k])) != FusionClass::source) return {FusionRule::epilogue_reads_outside, v, ps[k]};
+  }
+  if (!reads_group) return {FusionRule::epilogue_detached, v, lib};
+  return {};
+}
+
+// Rule 4b: nothing in the group reads reduction r.
+template <class InGroup>
+FusionProblem reduction_end(const OpGraph& g, OpId r, InGroup&& in_group) {
+  for (OpId s : g.succ(r))
+    if (in_group(s)) return {FusionRule::reduction_consumed, r, s};
+  return {};
+}
+
+}  // namespace detail::fusion
+
+// The first rule a group of two or more ops breaks (members in topological order; in_group(OpId)
+// says whether an op is one of them), or FusionRule::ok. O(members' edges).
+template <class InGroup>
+FusionProblem check_fusion_group(const OpGraph& g, std::span<const OpId> members, InGroup&& in_group) {
+  namespace df = detail::fusion;
+  if (members.size() < 2) return {};
+  OpId lib = -1, red = -1;
+  for (OpId v : members) {
+    const Op& o = g.op(v);
+    if (FusionProblem p = df::member_class(o)) return p;
+    const FusionClass c = fusion_class(o);
+    if (c == FusionClass::library) {
+      if (lib >= 0) return {FusionRule::two_library_kernels, lib, v};
+      lib = v;
+    } else if (c == FusionClass::reduction && red < 0) {
+      red = v;
+    }
+  }
+  if (lib >= 0) {
+    if (FusionProblem p = df::library_root(g, lib, in_group)) return p;
+    for (OpId v : members)
+      if (v != lib)
+        if (FusionProblem p = df::epilogue_member(g, v, lib, in_group)) return p;
+    return {};
+  }
+  if (red < 0) return {};
+  for (OpId v : members)
+    if (v != red && fusion_class(g.op(v)) == FusionClass::reduction) return {FusionRule::two_reductions, red, v};
+  return df::reduction_end(g, red, in_group);
+}
+
+// Whether an op of this kind and role can ever be in a group with one of its producers after it
+// (loop and reduction ops; a library op would read a member: rule 3b). The policy's kind-level mask.
+constexpr bool fusion_joins_producer(OpKind k, OpRole role = OpRole::forward) {
+  const FusionClass c = fusion_class(k, role);
+  return c == FusionClass::loop || c == FusionClass::reduction;
+}
+
+// The op that the policy's "fuse into producer" action merges v into: the producer of v's first
+// data input; for an op with only control inputs, its first predecessor; -1 for an op without
+// predecessors.
+inline OpId fusion_producer(const OpGraph& g, OpId v) {
+  auto ins = g.inputs(v);
+  if (!ins.empty()) return g.tensor(ins[0]).producer;
+  auto ps = g.pred(v);
+  return ps.empty() ? OpId(-1) : ps[0];
+}
+
+// False when no legal group holds both v and its producer p (p a predecessor of v), whatever else
+// the group holds: v cannot join a producer (fusion_joins_producer), p is never fused, p is a
+// reduction (v would read it), or p is a library kernel that v cannot follow as an epilogue (p is
+// a gradient kernel, or v is not an epilogue kind). True does not promise that a merge is legal:
+// what else the groups hold decides (FusionGroups::merge).
+inline bool fusion_pair_possible(const OpGraph& g, OpId v, OpId p) {
+  const Op& ov = g.op(v);
+  const Op& op = g.op(p);
+  if (!fusion_joins_producer(ov.kind, ov.role)) return false;
+  switch (fusion_class(op)) {
+    case FusionClass::loop: return true;
+    case FusionClass::library: return op.role == OpRole::forward && fusion_epilogue_kind(ov.kind);
+    default: return false;
+  }
+}
+
+// Fusion groups built by merging, legal (the rules above) and acyclic (each group convex, no two
+// groups depending on each other) after every merge. Devices are the caller's: merge only ops on
+// one device. Merges cost the smaller group's edges for the rules and a search over groups for
+// cycles, bounded by `search_budget` edges (a merge whose search runs out is refused).
+class FusionGroups {
+ public:
+  enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
+
+  explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096)
+      : g_(&g), budget_(search_budget) {
+    const auto n = static_cast<std::size_t>(g.num_ops());
+    rep_.resize(n);
+    members_.resize(n);
+    minpos_.resize(n);
+    maxpos_.resize(n);
+    lib_.assign(n, -1);
+    red_.assign(n, -1);
+    stamp_.assign(n, 0);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      rep_[i] = v;
+      minpos_[i] = maxpos_[i] = g.topo_position(v);
+      const FusionClass c = fusion_class(g.op(v));
+      if (c == FusionClass::library) lib_[i] = v;
+      if (c == FusionClass::reduction) red_[i] = v;
+    }
+  }
+  FusionGroups(OpGraph&&, std::int64_t = 0) = delete;  // the graph must outlive the groups
+
+  // The group of v, named by one of its ops (not necessarily its leader).
+  OpId group(OpId v) const { return rep_[static_cast<std::size_t>(v)]; }
+  std::int32_t size(OpId v) const {
+    const auto& m = members_[static_cast<std::size_t>(group(v))];
+    return m.empty() ? 1 : static_cast<std::int32_t>(m.size());
+  }
+  // The first op of v's group in topological order.
+  OpId leader(OpId v) const { return g_->topo_order()[static_cast<std::size_t>(minpos_[static_cast<std::size_t>(group(v))])]; }
+  // Why the last refused_rule merge was refused.
+  const FusionProblem& last_problem() const { return problem_; }
+
+  // Merges the groups of a and b when the union is legal and keeps the graph of groups acyclic.
+  Merge merge(OpId a, OpId b) {
+    OpId A = group(a), B = group(b);
+    if (A == B) return Merge::same_group;
+    problem_ = legal_union(A, B);
+    if (problem_) return Merge::refused_rule;
+    if (reaches(A, B) || reaches(B, A)) return Merge::refused_cycle;
+    auto& ma = own_members(A);
+    auto& mb = own_members(B);
+    if (ma.size() < mb.size()) {
+      std::swap(A, B);
+    }
+    auto& big = members_[static_cast<std::size_t>(A)];
+    auto& small = members_[static_cast<std::size_t>(B)];
+    for (OpId v : small) rep_[static_cast<std::size_t>(v)] = A;
+    big.insert(big.end(), small.begin(), small.end());
+    small.clear();
+    small.shrink_to_fit();
+    const auto ia = static_cast<std::size_t>(A), ib = static_cast<std::size_t>(B);
+    minpos_[ia] = std::min(minpos_[ia], minpos_[ib]);
+    maxpos_[ia] = std::max(maxpos_[ia], maxpos_[ib]);
+    grouped_end_ = std::max(grouped_end_, maxpos_[ia]);
+    if (lib_[ia] < 0) lib_[ia] = lib_[ib];
+    if (red_[ia] < 0) red_[ia] = red_[ib];
+    return Merge::merged;
+  }
+
+  // Plan::fusion of the groups: the leader's OpId for the ops of groups of two or more, else -1.
+  std::vector<std::int32_t> fusion() const {
+    const auto n = static_cast<std::size_t>(g_->num_ops());
+    std::vector<std::int32_t> f(n, -1);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (members_[r].size() < 2) continue;
+      const OpId l = leader(static_cast<OpId>(r));
+      for (OpId v : members_[r]) f[static_cast<std::size_t>(v)] = l;
+    }
+    return f;
+  }
+  std::int64_t num_groups() const {
+    std::int64_t k = 0;
+    for (const auto& m : members_) k += m.size() >= 2 ? 1 : 0;
+    return k;
+  }
+
+ private:
+  std::vector<OpId>& own_members(OpId R) {
+    auto& m = members_[static_cast<std::size_t>(R)];
+    if (m.empty()) m.push_back(R);
+    return m;
+  }
+  std::span<const OpId> members_of(const OpId& R) const {
+    const auto& m = members_[static_cast<std::size_t>(R)];
+    return m.empty() ? std::span<const OpId>(&R, 1) : std::span<const OpId>(m);
+  }
+
+  // The rules for the union of groups A and B, each legal on its own: only what the union adds.
+  FusionProblem legal_union(OpId A, OpId B) const {
+    namespace df = detail::fusion;
+    const OpGraph& g = *g_;
+    for (OpId R : {A, B})
+      if (members_[static_cast<std::size_t>(R)].empty())  // a lone op: not checked yet
+        if (FusionProblem p = df::member_class(g.op(R))) return p;
+    const OpId la = lib_[static_cast<std::size_t>(A)], lb = lib_[static_cast<std::size_t>(B)];
+    auto in_union = [&](OpId x) {
+      const OpId r = group(x);
+      return r == A || r == B;
+    };
+    if (la >= 0 && lb >= 0)
+      return g.topo_position(la) < g.topo_position(lb) ? FusionProblem{FusionRule::two_library_kernels, la, lb}
+                                                       : FusionProblem{FusionRule::two_library_kernels, lb, la};
+    if (la >= 0 || lb >= 0) {
+      const OpId lib = la >= 0 ? la : lb, other = la >= 0 ? B : A;
+      if (FusionProblem p = df::library_root(g, lib, [&](OpId x) { return group(x) == other; })) return p;
+      for (OpId v : members_of(other))
+        if (FusionProblem p = df::epilogue_member(g, v, lib, in_union)) return p;
+      return {};
+    }
+    const OpId ra = red_[static_cast<std::size_t>(A)], rb = red_[static_cast<std::size_t>(B)];
+    if (ra >= 0 && rb >= 0)
+      return g.topo_position(ra) < g.topo_position(rb) ? FusionProblem{FusionRule::two_reductions, ra, rb}
+                                                       : FusionProblem{FusionRule::two_reductions, rb, ra};
+    if (ra >= 0) return df::reduction_end(g, ra, [&](OpId x) { return group(x) == B; });
+    if (rb >= 0) return df::reduction_end(g, rb, [&](OpId x) { return group(x) == A; });
+    return {};
+  }
+
+  // Whether a path leads from group X to group Y through another group (a direct edge X -> Y
+  // becomes internal when they merge). True also when the search runs out of budget.
+  // Pruning: an op after both Y's last op and the last op of any group of two or more is alone, and
+  // so is everything after it, where positions only grow: nothing there leads back to Y. (Before
+  // that, a path between groups can go back in topological order: it may enter a group at a late
+  // op and leave it from an early one.) Merging in topological order, as decode() and the XLA-like
+  // heuristic do, keeps the search to ops before the op being merged.
+  bool reaches(OpId X, OpId Y) {
+    const std::int32_t limit = std::max(maxpos_[static_cast<std::size_t>(Y)], grouped_end_);
+    if (minpos_[static_cast<std::size_t>(X)] > limit) return false;
+    if (++search_ == 0) {
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      search_ = 1;
+    }
+    queue_.clear();
+    queue_.push_back(X);
+    std::int64_t budget = budget_;
+    for (std::size_t h = 0; h < queue_.size(); ++h) {
+      const OpId U = queue_[h];
+      for (OpId m : members_of(U))
+        for (OpId s : g_->succ(m)) {
+          if (--budget < 0) return true;
+          const OpId S = group(s);
+          if (S == U || S == X) continue;
+          if (S == Y) {
+            if (U == X) continue;  // direct edge
+            return true;
+          }
+          if (g_->topo_position(s) > limit || stamp_[static_cast<std::size_t>(S)] == search_) continue;
+          stamp_[static_cast<std::size_t>(S)] = search_;
+          queue_.push_back(S);
+        }
+    }
+    return false;
+  }
+
+  const OpGraph* g_;
+  std::int64_t budget_;
+  std::vector<OpId> rep_;
+  std::vector<std::vector<OpId>> members_;  // per representative; empty: the op alone
+  std::vector<std::int32_t> minpos_, maxpos_;
+  std::vector<OpId> lib_, red_;             // per representative: its library op / reduction, or -1
+  std::vector<std::uint32_t> stamp_;
+  std::uint32_t search_ = 0;
+  std::int32_t grouped_end_ = -1;           // the last topological position of an op in a group of two or more
+  std::vector<OpId> queue_;
+  FusionProblem problem_;
+};
+
+}  // namespace go

@@ -1,0 +1,503 @@
+// Fusion legality (go/graph/fusion_rules.hpp) and everything that obeys it: hand-built groups for
+// each rule, FusionGroups' merges against the whole-group check, the simulator's and check_plan's
+// verdict, the XLA-like heuristic, the policy's fusion mask and decode repair, and annealing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "go/baselines/fusion.hpp"
+#include "go/baselines/human.hpp"
+#include "go/baselines/search.hpp"
+#include "go/core/rng.hpp"
+#include "go/graph/fusion_rules.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/policy/decode.hpp"
+#include "go/policy/features.hpp"
+#include "go/policy/to_plan.hpp"
+#include "go/sim/sim.hpp"
+
+using go::FusionGroups;
+using go::FusionProblem;
+using go::FusionRule;
+using go::OpGraph;
+using go::OpId;
+using go::OpKind;
+using go::OpRole;
+
+namespace {
+
+// The ONNX models: in data/ once the tests define GO_DATA_DIR, ../shared before.
+#ifdef GO_DATA_DIR
+const std::string kShared = GO_DATA_DIR;
+#else
+const std::string kShared = GO_SHARED_DIR;
+#endif
+
+// Hand-built graphs: every op writes one 4 kB tensor; inputs are ops (output 0).
+struct Hand {
+  go::GraphBuilder b{[] {
+    go::GraphInfo i;
+    i.name = "hand";
+    i.source = "hand";
+    return i;
+  }()};
+  OpId op(const std::string& name, OpKind kind, std::vector<OpId> ins = {}, OpRole role = OpRole::forward) {
+    go::OpSpec s;
+    s.name = name;
+    s.kind = kind;
+    s.role = role;
+    s.flops = 1e6;
+    go::TensorSpec t;
+    t.shape = {1000};
+    s.outputs.push_back(t);
+    for (OpId u : ins) s.inputs.push_back(go::TensorRef{u, 0});
+    return b.add_op(std::move(s));
+  }
+  OpGraph build() { return b.build(); }
+};
+
+// The whole-group verdict on `members` (any order).
+FusionProblem check(const OpGraph& g, std::vector<OpId> members) {
+  std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
+  auto in = [&](OpId u) { return std::find(members.begin(), members.end(), u) != members.end(); };
+  return go::check_fusion_group(g, members, in);
+}
+
+// Builds `members` into one group by FusionGroups merges (each member, in topological order, with
+// its predecessors in the group) and returns the first refusal's rule (ok when all merged).
+FusionRule merge_rule(const OpGraph& g, std::vector<OpId> members) {
+  std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
+  FusionGroups fg(g, 1 << 20);
+  for (OpId v : members)
+    for (OpId u : g.pred(v))
+      if (std::find(members.begin(), members.end(), u) != members.end()) {
+        const auto m = fg.merge(u, v);
+        if (m == FusionGroups::Merge::refused_rule) return fg.last_problem().rule;
+        REQUIRE(m != FusionGroups::Merge::refused_cycle);
+      }
+  REQUIRE(fg.size(members[0]) == static_cast<std::int32_t>(members.size()));
+  return FusionRule::ok;
+}
+
+// Both verdicts agree; returns the whole-group one.
+FusionProblem verdict(const OpGraph& g, const std::vector<OpId>& members) {
+  const FusionProblem p = check(g, members);
+  CHECK(merge_rule(g, members) == p.rule);
+  return p;
+}
+
+// The MobileNet-v2 case that fused "Conv/grad" with the elementwise op reading it, plus a matmul
+// with a bias epilogue: dy x act conv/grad act/grad grad_sum mm bias (ids 0-7).
+struct ConvGrad {
+  OpGraph g;
+  OpId dy, x, act, cg, use, acc, mm, bias;
+};
+ConvGrad conv_grad_graph() {
+  Hand h;
+  ConvGrad c;
+  c.dy = h.op("dy", OpKind::input);
+  c.x = h.op("x", OpKind::input);
+  c.act = h.op("act", OpKind::relu, {c.x});
+  c.cg = h.op("conv/grad", OpKind::conv, {c.dy, c.act}, OpRole::backward);
+  c.use = h.op("act/grad", OpKind::relu, {c.cg, c.act}, OpRole::backward);
+  c.acc = h.op("grad_sum", OpKind::accumulate, {c.cg, c.dy}, OpRole::backward);
+  c.mm = h.op("mm", OpKind::matmul, {c.use});
+  c.bias = h.op("bias", OpKind::add, {c.mm});
+  c.g = h.build();
+  return c;
+}
+
+go::Plan fused(const OpGraph& g, const std::vector<std::vector<OpId>>& groups) {
+  go::Plan p = go::Plan::single_device(g.num_ops());
+  p.fusion.assign(static_cast<std::size_t>(g.num_ops()), -1);
+  for (const auto& grp : groups)
+    for (OpId v : grp) p.fusion[static_cast<std::size_t>(v)] = grp[0];
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("fusion rules: library kernels take a forward epilogue and nothing else", "[fusion]") {
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId b = h.op("b", OpKind::constant);
+  const OpId conv = h.op("conv", OpKind::conv, {x});
+  const OpId bias = h.op("bias", OpKind::add, {conv, b});
+  const OpId act = h.op("act", OpKind::relu, {bias});
+  const OpId sig = h.op("sig", OpKind::sigmoid, {act});
+  const OpId swish = h.op("swish", OpKind::mul, {act, sig});   // reads two members: still an epilogue
+  const OpId bn = h.op("bn", OpKind::batch_norm, {conv});
+  const OpId pre = h.op("pre", OpKind::relu, {x});
+  const OpId conv2 = h.op("conv2", OpKind::conv, {pre});
+  const OpId detached = h.op("detached", OpKind::relu, {b});
+  const OpId mm1 = h.op("mm1", OpKind::matmul, {x, b});
+  const OpId mm2 = h.op("mm2", OpKind::matmul, {mm1, b});
+  const OpId rnn = h.op("rnn", OpKind::rnn, {x});
+  const OpId rnn_act = h.op("rnn_act", OpKind::tanh, {rnn});
+  const OpGraph g = h.build();
+
+  // conv + bias add + activation: a cuDNN epilogue
+  CHECK_FALSE(verdict(g, {conv, bias, act}));
+  CHECK_FALSE(verdict(g, {conv, bias, act, sig, swish}));
+  // matmul into matmul
+  auto p = verdict(g, {mm1, mm2});
+  CHECK(p.rule == FusionRule::two_library_kernels);
+  CHECK(p.op == mm1);
+  CHECK(p.op2 == mm2);
+  // a normalization is not an epilogue (it needs statistics of the whole output)
+  p = verdict(g, {conv, bn});
+  CHECK(p.rule == FusionRule::not_epilogue_kind);
+  CHECK((p.op == bn && p.op2 == conv));
+  // no prologue: a library kernel starts its group
+  p = verdict(g, {pre, conv2});
+  CHECK(p.rule == FusionRule::library_not_root);
+  CHECK((p.op == conv2 && p.op2 == pre));
+  // an epilogue consumes the kernel's result
+  p = check(g, {conv, detached});
+  CHECK(p.rule == FusionRule::epilogue_detached);
+  CHECK((p.op == detached && p.op2 == conv));
+  // sources and alone ops are never members
+  p = check(g, {x, conv});
+  CHECK((p.rule == FusionRule::never_fused && p.op == x));
+  p = verdict(g, {rnn, rnn_act});
+  CHECK((p.rule == FusionRule::never_fused && p.op == rnn));
+  // one op is no group
+  CHECK_FALSE(check(g, {mm1}));
+}
+
+TEST_CASE("fusion rules: a convolution gradient runs alone", "[fusion]") {
+  const ConvGrad c = conv_grad_graph();
+  const OpGraph& g = c.g;
+  auto p = verdict(g, {c.cg, c.use});
+  CHECK((p.rule == FusionRule::gradient_library && p.op == c.cg));
+  p = verdict(g, {c.cg, c.acc});
+  CHECK((p.rule == FusionRule::gradient_library && p.op == c.cg));
+  CHECK(go::fusion_problem_text(g, p) ==
+        "is not a kernel a compiler builds: conv op 'conv/grad' (id 3) is a library kernel of the backward pass, "
+        "which runs alone (no epilogue)");
+  // the activation's gradient reads the conv gradient and a forward activation: a loop op, it may
+  // fuse with other loop ops, just not into the library kernel
+  CHECK_FALSE(go::fusion_pair_possible(g, c.use, c.cg));
+  CHECK(go::fusion_pair_possible(g, c.use, c.act));
+}
+
+TEST_CASE("fusion rules: loop fusion takes any number of computed inputs, a reduction ends it", "[fusion]") {
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId a = h.op("a", OpKind::relu, {x});
+  const OpId c = h.op("c", OpKind::conv, {a});
+  const OpId res = h.op("res", OpKind::add, {c, a});  // residual add: two computed inputs
+  const OpId out = h.op("out", OpKind::relu, {res});
+  const OpId e = h.op("e", OpKind::elementwise, {out});
+  const OpId s = h.op("s", OpKind::reduce, {e});
+  const OpId d = h.op("d", OpKind::div, {e, s});
+  const OpId s2 = h.op("s2", OpKind::reduce, {e});
+  const OpId bg = h.op("s/grad", OpKind::reduce, {d}, OpRole::backward);  // a broadcast: a loop op
+  const OpId bge = h.op("bg_use", OpKind::mul, {bg, d}, OpRole::backward);
+  const OpGraph g = h.build();
+
+  CHECK_FALSE(verdict(g, {res, out}));
+  CHECK_FALSE(verdict(g, {res, out, e}));
+  // the residual add is no epilogue of the convolution: it reads `a` from outside
+  auto p = verdict(g, {c, res});
+  CHECK((p.rule == FusionRule::epilogue_reads_outside && p.op == res && p.op2 == a));
+  // a reduction may end a group ...
+  CHECK_FALSE(verdict(g, {out, e, s}));
+  // ... but nothing of its group may read it
+  p = verdict(g, {e, s, d});
+  CHECK((p.rule == FusionRule::reduction_consumed && p.op == s && p.op2 == d));
+  // one reduction per group (sibling reductions are multi-output fusion, not modelled)
+  p = verdict(g, {e, s, s2});
+  CHECK((p.rule == FusionRule::two_reductions && p.op == s && p.op2 == s2));
+  // the backward of a reduction broadcasts: it fuses like any loop op
+  CHECK_FALSE(verdict(g, {bg, bge}));
+  CHECK_FALSE(verdict(g, {d, bg, bge}));
+  // legal by the rules but not convex (a -> c -> res leaves and re-enters): check_plan says so
+  CHECK_FALSE(check(g, {a, res}));
+  CHECK(go::check_plan(g, fused(g, {{a, res}}), 1) ==
+        "fusion group 1 is not convex: a path leaves it and re-enters it through op 'c' (id 2)");
+}
+
+TEST_CASE("fusion rules: the simulator rejects an illegal group with the reason check_plan gives", "[fusion][sim]") {
+  const ConvGrad c = conv_grad_graph();
+  const OpGraph& g = c.g;
+  const OpId cg = c.cg, use = c.use, mm = c.mm, bias = c.bias;
+  go::Simulator sim(g, go::cluster_preset("v100x1"));
+  go::SimWorkspace ws = sim.make_workspace();
+  const go::Plan bad = fused(g, {{cg, use}, {mm, bias}});
+  const go::SimResult& r = sim.simulate(bad, ws);
+  CHECK_FALSE(r.valid);
+  CHECK(r.status == go::SimStatus::fusion_illegal);
+  CHECK(r.fusion_rule == FusionRule::gradient_library);
+  CHECK(std::isinf(r.step_time));
+  const std::string why =
+      "fusion group 3 is not a kernel a compiler builds: conv op 'conv/grad' (id 3) is a library kernel of the "
+      "backward pass, which runs alone (no epilogue)";
+  CHECK(go::sim_reason(r, g, sim.cluster()) == why);
+  CHECK(go::check_plan(g, bad, 1) == why);
+  CHECK(go::sim_status_name(r.status) == "fusion_illegal");
+  // the legal group alone runs, as one kernel: 5 launches for 6 computing ops
+  const go::Plan good = fused(g, {{mm, bias}});
+  const go::SimResult& ok = sim.simulate(good, ws);
+  REQUIRE(ok.valid);
+  CHECK(ok.kernel_launches == 5);
+  CHECK(go::check_plan(g, good, 1).empty());
+  // the rules can be switched off to study the fusion cost model on any convex group
+  go::SimOptions off;
+  off.check_fusion_rules = false;
+  CHECK(go::Simulator(g, go::cluster_preset("v100x1"), off).simulate(bad).valid);
+  CHECK(go::check_plan(g, bad, 1, true, false).empty());
+}
+
+TEST_CASE("fusion rules: FusionGroups merges agree with the whole-group check on random graphs", "[fusion]") {
+  // Random DAGs of every kind and role; random merges along edges. After every merge each group is
+  // legal (whole-group check) and the plan acyclic (check_plan); every refusal is right: the union
+  // breaks a rule, or applying it makes check_plan (rules off) report a cycle.
+  int merged = 0, by_rule = 0, by_cycle = 0;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    go::Rng rng(seed);
+    go::GraphBuilder b;
+    const int n = 60;
+    for (int i = 0; i < n; ++i) {
+      go::OpSpec s;
+      s.name = "op" + std::to_string(i);
+      s.kind = static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds));
+      s.role = rng.uniform() < 0.3f ? OpRole::backward : OpRole::forward;
+      go::TensorSpec t;
+      t.shape = {8};
+      s.outputs.push_back(t);
+      if (i > 0 && s.kind != OpKind::input && s.kind != OpKind::constant) {
+        const int k = 1 + static_cast<int>(rng.uniform_int(3));
+        for (int j = 0; j < k; ++j) {
+          const int lo = std::max(0, i - 6);
+          s.inputs.push_back(go::TensorRef{lo + static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i - lo))), 0});
+        }
+      }
+      b.add_op(std::move(s));
+    }
+    const OpGraph g = b.build();
+    FusionGroups fg(g, 1 << 20);
+    for (int t = 0; t < 200; ++t) {
+      const OpId v = static_cast<OpId>(rng.uniform_int(static_cast<std::uint64_t>(n)));
+      if (g.in_degree(v) == 0) continue;
+      const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
+      const OpId gu = fg.group(u), gv = fg.group(v);
+      std::vector<OpId> uni;
+      for (OpId w = 0; w < n; ++w)
+        if (fg.group(w) == gu || fg.group(w) == gv) uni.push_back(w);
+      const auto m = fg.merge(u, v);
+      if (m == FusionGroups::Merge::same_group) continue;
+      if (m == FusionGroups::Merge::merged) {
+        ++merged;
+        continue;
+      }
+      if (m == FusionGroups::Merge::refused_rule) {
+        ++by_rule;
+        CHECK(check(g, uni));  // (its first problem may differ: the merge looks at the new side first)
+        CHECK(fg.last_problem());
+        continue;
+      }
+      ++by_cycle;
+      CHECK_FALSE(check(g, uni));  // a legal union, refused for the cycle it closes
+      go::Plan q = go::Plan::single_device(g.num_ops());
+      q.fusion = fg.fusion();
+      for (OpId w : uni) q.fusion[static_cast<std::size_t>(w)] = uni[0];
+      const std::string why = go::check_plan(g, q, 1, true, false);
+      CHECK((why.find("not convex") != std::string::npos || why.find("depend on each other") != std::string::npos));
+    }
+    go::Plan p = go::Plan::single_device(g.num_ops());
+    p.fusion = fg.fusion();
+    CHECK(go::check_plan(g, p, 1) == "");
+    CHECK(go::Simulator(g, go::cluster_preset("v100x1")).simulate(p).valid);
+  }
+  CHECK(merged > 200);
+  CHECK(by_rule > 200);
+  CHECK(by_cycle > 5);
+}
+
+TEST_CASE("xla fusion: fuses residual adds and bias epilogues, leaves convolutions before a norm alone",
+          "[fusion][baselines]") {
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId c1 = h.op("c1", OpKind::conv, {x});
+  const OpId bn1 = h.op("bn1", OpKind::batch_norm, {c1});
+  const OpId r1 = h.op("r1", OpKind::relu, {bn1});
+  const OpId c2 = h.op("c2", OpKind::conv, {r1});
+  const OpId bn2 = h.op("bn2", OpKind::batch_norm, {c2});
+  const OpId add = h.op("add", OpKind::add, {bn2, r1});
+  const OpId r2 = h.op("r2", OpKind::relu, {add});
+  const OpId pool = h.op("pool", OpKind::global_pool, {r2});
+  const OpId w = h.op("w", OpKind::constant);
+  const OpId fc = h.op("fc", OpKind::matmul, {pool, w});
+  const OpId bias = h.op("bias", OpKind::add, {fc, w});
+  h.op("loss", OpKind::softmax, {bias});
+  const OpGraph g = h.build();
+  go::Plan p = go::Plan::single_device(g.num_ops());
+  CHECK(go::apply_xla_fusion(g, p) == 3);
+  // {bn1, r1}; {bn2, add, r2, pool}: the residual add joins bn2's group (joining r1's too would
+  // close a cycle through c2), the global pool ends it; {fc, bias}: a bias epilogue; the softmax
+  // cannot follow the matmul's epilogue, so it stays alone; convolutions before a norm stay alone
+  const std::vector<std::int32_t> want = {-1, -1, bn1, bn1, -1, bn2, bn2, bn2, bn2, -1, fc, fc, -1};
+  CHECK(p.fusion == want);
+  CHECK(go::check_plan(g, p, 1).empty());
+  const go::Simulator sim(g, go::cluster_preset("v100x1"));
+  CHECK(sim.simulate(p).step_time < sim.simulate(go::Plan::single_device(g.num_ops())).step_time);
+  // on two devices the add's producers are split: it fuses only with what shares its device
+  go::Plan two = go::Plan::single_device(g.num_ops());
+  two.device[static_cast<std::size_t>(bn2)] = 1;
+  go::apply_xla_fusion(g, two);
+  CHECK(two.fusion[static_cast<std::size_t>(bn2)] == -1);
+  CHECK(two.fusion[static_cast<std::size_t>(add)] == add);
+  CHECK(two.fusion[static_cast<std::size_t>(pool)] == add);
+}
+
+TEST_CASE("xla fusion on real training graphs: legal, adds with two computed inputs join a producer, no gradient "
+          "kernel fused", "[fusion][baselines]") {
+  // Before the rules, an op joined its producer only when it had one computed input, so no add of
+  // two computed tensors (a residual add, a sum of branches) ever did. In the ONNX exports the
+  // batch norms are folded into the convolutions, so their residual adds read a convolution
+  // (no epilogue: the other input is computed) and a tensor from before it (a cycle): they stay
+  // alone there, or start the group of the relu after them.
+  const std::vector<std::string> graphs = {"zoo:transformer_xl2:segments=2", "zoo:wavenet2:segments=1", "zoo:amoebanet:depth=2",
+                                           kShared + "/models/resnet18.onnx", kShared + "/models/mobilenet_v2.onnx"};
+  for (const auto& name : graphs) {
+    INFO(name);
+    const OpGraph g = go::make_training_graph(go::load_graph(name));
+    go::Plan p = go::Plan::single_device(g.num_ops());
+    REQUIRE(go::apply_xla_fusion(g, p) > 0);
+    CHECK(go::check_plan(g, p, 1).empty());
+    int adds = 0, joined = 0;
+    for (const go::Op& o : g.ops()) {
+      const auto f = p.fusion[static_cast<std::size_t>(o.id)];
+      if (go::fusion_class(o) == go::FusionClass::library && o.role != OpRole::forward) CHECK(f < 0);
+      if (o.kind != OpKind::add) continue;
+      int computed = 0;
+      bool with_producer = false;
+      for (OpId u : g.pred(o.id)) {
+        computed += go::fusion_class(g.op(u)) != go::FusionClass::source ? 1 : 0;
+        with_producer = with_producer || (f >= 0 && p.fusion[static_cast<std::size_t>(u)] == f);
+      }
+      if (computed < 2) continue;
+      ++adds;
+      joined += with_producer ? 1 : 0;
+    }
+    INFO(joined << " of " << adds << " adds of two computed tensors joined a producer's group");
+    CHECK(adds > 0);
+    if (name.find("zoo:") == 0) CHECK(joined > adds / 4);
+    const go::Simulator sim(g, go::cluster_preset("v100x4"));
+    const go::SimResult r = sim.simulate(p);
+    CHECK((r.valid || r.status == go::SimStatus::out_of_memory));
+    CHECK(r.kernel_launches < sim.simulate(go::Plan::single_device(g.num_ops())).kernel_launches);
+  }
+}
+
+TEST_CASE("policy fusion mask: rows that can never join their producer are masked", "[fusion][policy]") {
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId c = h.op("c", OpKind::conv, {x});
+  const OpId bias = h.op("bias", OpKind::add, {c});
+  const OpId bn = h.op("bn", OpKind::batch_norm, {c});
+  const OpId relu = h.op("relu", OpKind::relu, {bn});
+  const OpId red = h.op("red", OpKind::reduce, {relu});
+  const OpId after = h.op("after", OpKind::mul, {red, relu});
+  const OpId res = h.op("res", OpKind::add, {relu, bias});
+  const OpId cg = h.op("c/grad", OpKind::conv, {res, x}, OpRole::backward);
+  const OpId cg_use = h.op("cg_use", OpKind::add, {cg, res}, OpRole::backward);
+  const OpId xin = h.op("x_use", OpKind::relu, {x});
+  const OpId mm = h.op("mm", OpKind::matmul, {relu});
+  const OpGraph g = h.build();
+  const auto pg = go::policy::PolicyGraph::from_graph(g);
+  auto masked = [&](OpId v) { return pg.fusion_mask.f32()[pg.row_of[static_cast<std::size_t>(v)] * 2 + 1] != 0.f; };
+  CHECK(masked(x));        // no producer
+  CHECK(masked(c));        // a library kernel never joins its producer
+  CHECK(masked(mm));
+  CHECK_FALSE(masked(bias));  // an epilogue of a forward convolution
+  CHECK(masked(bn));       // a norm is no epilogue
+  CHECK_FALSE(masked(relu));
+  CHECK_FALSE(masked(red));   // a reduction may end a group
+  CHECK(masked(after));    // its first input is a reduction
+  CHECK_FALSE(masked(res));   // a residual add (its other input is decode's business)
+  CHECK(masked(cg_use));   // its producer is a convolution gradient
+  CHECK(masked(xin));      // its producer is a graph input
+  for (std::int64_t r = 0; r < pg.num_nodes; ++r) CHECK(pg.fusion_mask.f32()[r * 2] == 0.f);
+}
+
+TEST_CASE("decode: random actions on real graphs give valid or out-of-memory plans, never illegal fusion",
+          "[fusion][policy]") {
+  std::int64_t requested = 0, refused_rule = 0, fused_total = 0;
+  const std::vector<std::string> graphs = {"zoo:rnnlm2:seq=4", "zoo:transformer_xl2:segments=2", "zoo:wavenet2:segments=1",
+                                           kShared + "/models/mobilenet_v2.onnx", kShared + "/models/resnet18.onnx"};
+  for (const auto& name : graphs) {
+    const OpGraph g = go::make_training_graph(go::load_graph(name));
+    const auto pg = go::policy::PolicyGraph::from_graph(g);
+    for (int D : {1, 2, 4}) {
+      const go::Simulator sim(g, go::cluster_preset("v100x" + std::to_string(D)));
+      go::SimWorkspace ws = sim.make_workspace();
+      for (std::uint64_t seed = 0; seed < 3; ++seed) {
+        INFO(name << " on " << D << " devices, seed " << seed);
+        go::Rng rng(seed);
+        const auto n = pg.num_nodes;
+        go::policy::Actions a{go::Tensor::zeros(go::Shape{n}, go::DType::i32), go::Tensor::zeros(go::Shape{n}, go::DType::i32),
+                              go::Tensor::zeros(go::Shape{n}, go::DType::i32)};
+        // seed 0 ignores the mask (every row asks to fuse): the repair alone must keep plans legal
+        for (std::int64_t r = 0; r < n; ++r) {
+          a.device.data<std::int32_t>()[r] = seed == 2 ? 0 : static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(D)));
+          const bool open = pg.fusion_mask.f32()[r * 2 + 1] == 0.f;
+          a.fuse.data<std::int32_t>()[r] = seed == 0 ? 1 : (open && rng.uniform() < 0.8f ? 1 : 0);
+        }
+        const auto d = go::policy::decode(g, pg, a, D);
+        requested += d.fuse_requested;
+        refused_rule += d.refused_rule;
+        fused_total += d.fused;
+        CHECK(d.fused + d.refused_device + d.refused_rule + d.refused_cycle <= d.fuse_requested);
+        const go::Plan p = go::policy::to_plan(d);
+        CHECK(go::check_plan(g, p, D) == "");
+        const go::SimResult& r = sim.simulate(p, ws);
+        CHECK((r.valid || r.status == go::SimStatus::out_of_memory));
+      }
+    }
+  }
+  CHECK(fused_total > 1000);
+  CHECK(refused_rule > 1000);  // the repair had work to do
+  CHECK(requested > fused_total);
+}
+
+TEST_CASE("anneal keeps fused plans legal, a start with illegal fusion is an error", "[fusion][baselines]") {
+  const OpGraph g = go::make_training_graph(go::load_graph("zoo:amoebanet:depth=2"));
+  const go::Cluster c = go::cluster_preset("v100x4");
+  go::Plan start = go::human_plan(g, c);
+  REQUIRE(go::apply_xla_fusion(g, start) > 0);
+  std::int64_t calls = 0;
+  const go::Plan best = go::anneal_plan(g, c, 150, 3, {}, &calls, {start});
+  CHECK(calls == 150);
+  CHECK(go::check_plan(g, best, c.num_devices()) == "");
+  // the groups are the start's, each on one device (annealing moves whole groups)
+  CHECK(best.fusion == start.fusion);
+  const go::Simulator sim(g, c);
+  const go::SimResult r = sim.simulate(best);
+  CHECK(r.valid);
+  CHECK(r.step_time <= sim.simulate(start).step_time);
+  // a start that fuses a convolution gradient with a consumer (not an update op: moving that would
+  // split its colocation group first)
+  go::Plan bad = go::human_plan(g, c);
+  bad.fusion.assign(static_cast<std::size_t>(g.num_ops()), -1);
+  bool found = false;
+  for (const go::Op& o : g.ops()) {
+    if (o.kind != OpKind::conv || o.role != OpRole::backward) continue;
+    for (OpId s : g.succ(o.id))
+      if (g.op(s).colocation < 0 && !found) {
+        found = true;
+        bad.device[static_cast<std::size_t>(s)] = bad.device[static_cast<std::size_t>(o.id)];
+        bad.fusion[static_cast<std::size_t>(o.id)] = bad.fusion[static_cast<std::size_t>(s)] = o.id;
+      }
+    if (found) break;
+  }
+  REQUIRE(found);
+  CHECK_THROWS_WITH(go::anneal_plan(g, c, 10, 3, {}, nullptr, {bad}),
+                    Catch::Contains("search: starting plan 0 has invalid fusion: fusion group") &&
+                        Catch::Contains("is a library kernel of the backward pass"));
+}
