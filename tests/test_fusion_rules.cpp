@@ -64,7 +64,8 @@ struct Hand {
 FusionProblem check(const OpGraph& g, std::vector<OpId> members) {
   std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
   auto in = [&](OpId u) { return std::find(members.begin(), members.end(), u) != members.end(); };
-  return go::check_fusion_group(g, members, in);
+  const auto traits = go::fusion_traits(g);
+  return go::check_fusion_group(go::fusion_view(g, traits), members, in);
 }
 
 // Builds `members` into one group by FusionGroups merges (each member, in topological order, with

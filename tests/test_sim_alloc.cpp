@@ -87,9 +87,11 @@ std::vector<go::Plan> plans(const go::OpGraph& g, int nd) {
                    // fusion rules allow
       p.fusion.assign(n, -1);
       auto topo = g.topo_order();
+      const auto traits = go::fusion_traits(g);
       for (std::size_t i = 0; i + 1 < n; i += 3) {
         const std::vector<go::OpId> pair = {topo[i], topo[i + 1]};
-        const bool legal = !go::check_fusion_group(g, pair, [&](go::OpId u) { return u == pair[0] || u == pair[1]; });
+        const bool legal =
+            !go::check_fusion_group(go::fusion_view(g, traits), pair, [&](go::OpId u) { return u == pair[0] || u == pair[1]; });
         if (legal && p.device[static_cast<std::size_t>(topo[i])] == p.device[static_cast<std::size_t>(topo[i + 1])] &&
             g.op(topo[i]).colocation < 0 && g.op(topo[i + 1]).colocation < 0) {
           p.fusion[static_cast<std::size_t>(topo[i])] = static_cast<std::int32_t>(i);

@@ -54,6 +54,12 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define GO_FUSION_INLINE inline __attribute__((always_inline))
+#else
+#define GO_FUSION_INLINE inline
+#endif
+
 namespace go {
 
 enum class FusionClass : std::uint8_t { source, alone, library, loop, reduction };
@@ -82,6 +88,30 @@ constexpr bool fusion_epilogue_kind(OpKind k) {
       return false;
   }
 }
+
+// What the rules read about one op, in a byte (the simulator keeps one per op, so checking a
+// plan's groups touches a small array instead of the ops): its class, whether its kind may be an
+// epilogue, whether it is a forward op.
+using FusionTraits = std::uint8_t;
+constexpr FusionTraits fusion_traits(OpKind k, OpRole role) {
+  return static_cast<FusionTraits>(static_cast<unsigned>(fusion_class(k, role)) | (fusion_epilogue_kind(k) ? 8u : 0u) |
+                                   (role == OpRole::forward ? 16u : 0u));
+}
+inline FusionTraits fusion_traits(const Op& o) { return fusion_traits(o.kind, o.role); }
+constexpr FusionClass traits_class(FusionTraits t) { return static_cast<FusionClass>(t & 7u); }
+constexpr bool traits_epilogue(FusionTraits t) { return (t & 8u) != 0; }
+constexpr bool traits_forward(FusionTraits t) { return (t & 16u) != 0; }
+
+// What the rules read about a graph: per op its traits and its predecessors in the graph's order,
+// with the tensor of each edge (-1: a control edge). OpGraph gives it with fusion_view(); the
+// simulator gives its own copies of the same arrays (int32 offsets), so both find the same problem.
+template <class Offset>
+struct FusionGraphView {
+  const FusionTraits* traits;  // [op]
+  const Offset* in_off;        // predecessors of v: [in_off[v], in_off[v + 1])
+  const OpId* in_src;
+  const TensorId* in_tensor;
+};
 
 enum class FusionRule : std::uint8_t {
   ok,
@@ -142,58 +172,61 @@ namespace detail::fusion {
 // in_group(OpId) says whether an op is a member of the group (or of the union being considered).
 
 // Rules 1 and 3a for one op of a group of two or more.
-inline FusionProblem member_class(const Op& o) {
-  const FusionClass c = fusion_class(o);
-  if (c == FusionClass::source || c == FusionClass::alone) return {FusionRule::never_fused, o.id, -1};
-  if (c == FusionClass::library && o.role != OpRole::forward) return {FusionRule::gradient_library, o.id, -1};
+inline FusionProblem member_class(FusionTraits t, OpId v) {
+  const FusionClass c = traits_class(t);
+  if (c == FusionClass::source || c == FusionClass::alone) return {FusionRule::never_fused, v, -1};
+  if (c == FusionClass::library && !traits_forward(t)) return {FusionRule::gradient_library, v, -1};
   return {};
 }
 
 // Rule 3b: library kernel lib reads no member.
-template <class InGroup>
-FusionProblem library_root(const OpGraph& g, OpId lib, InGroup&& in_group) {
-  for (OpId u : g.pred(lib))
-    if (in_group(u)) return {FusionRule::library_not_root, lib, u};
+template <class View, class InGroup>
+FusionProblem library_root(const View& g, OpId lib, InGroup&& in_group) {
+  for (auto e = g.in_off[lib]; e < g.in_off[lib + 1]; ++e)
+    if (in_group(g.in_src[e])) return {FusionRule::library_not_root, lib, g.in_src[e]};
   return {};
 }
 
 // Rules 3c-e for member v of the group of library kernel lib (v != lib).
-template <class InGroup>
-FusionProblem epilogue_member(const OpGraph& g, OpId v, OpId lib, InGroup&& in_group) {
-  if (!fusion_epilogue_kind(g.op(v).kind)) return {FusionRule::not_epilogue_kind, v, lib};
-  auto ps = g.pred(v);
-  auto ts = g.pred_tensors(v);
+template <class View, class InGroup>
+FusionProblem epilogue_member(const View& g, OpId v, OpId lib, InGroup&& in_group) {
+  if (!traits_epilogue(g.traits[v])) return {FusionRule::not_epilogue_kind, v, lib};
   bool reads_group = false;
-  for (std::size_t k = 0; k < ps.size(); ++k) {
-    if (ts[k] < 0) continue;  // a control edge
-    if (in_group(ps[k])) reads_group = true;
-    else if (fusion_class(g.op(ps[k])) != FusionClass::source) return {FusionRule::epilogue_reads_outside, v, ps[k]};
+  for (auto e = g.in_off[v]; e < g.in_off[v + 1]; ++e) {
+    if (g.in_tensor[e] < 0) continue;  // a control edge
+    const OpId u = g.in_src[e];
+    if (in_group(u)) reads_group = true;
+    else if (traits_class(g.traits[u]) != FusionClass::source) return {FusionRule::epilogue_reads_outside, v, u};
   }
   if (!reads_group) return {FusionRule::epilogue_detached, v, lib};
   return {};
 }
 
-// Rule 4b: nothing in the group reads reduction r.
-template <class InGroup>
-FusionProblem reduction_end(const OpGraph& g, OpId r, InGroup&& in_group) {
-  for (OpId s : g.succ(r))
-    if (in_group(s)) return {FusionRule::reduction_consumed, r, s};
+// Rule 4b: none of `readers` (the other members, in order) reads reduction r (data or control).
+template <class View>
+FusionProblem reduction_end(const View& g, OpId r, std::span<const OpId> readers) {
+  for (OpId v : readers)
+    for (auto e = g.in_off[v]; e < g.in_off[v + 1]; ++e)
+      if (g.in_src[e] == r) return {FusionRule::reduction_consumed, r, v};
   return {};
 }
 
 }  // namespace detail::fusion
 
 // The first rule a group of two or more ops breaks (members in topological order; in_group(OpId)
-// says whether an op is one of them), or FusionRule::ok. O(members' edges).
-template <class InGroup>
-FusionProblem check_fusion_group(const OpGraph& g, std::span<const OpId> members, InGroup&& in_group) {
+// says whether an op is one of them), or FusionRule::ok. O(members' edges), no allocation.
+// (Inlined: the simulator calls it once per group of every fused plan, and a call costs as much as
+// checking a small group.)
+template <class Offset, class InGroup>
+GO_FUSION_INLINE FusionProblem check_fusion_group(const FusionGraphView<Offset>& g, std::span<const OpId> members,
+                                                  InGroup&& in_group) {
   namespace df = detail::fusion;
   if (members.size() < 2) return {};
   OpId lib = -1, red = -1;
   for (OpId v : members) {
-    const Op& o = g.op(v);
-    if (FusionProblem p = df::member_class(o)) return p;
-    const FusionClass c = fusion_class(o);
+    const FusionTraits t = g.traits[v];
+    if (FusionProblem p = df::member_class(t, v)) return p;
+    const FusionClass c = traits_class(t);
     if (c == FusionClass::library) {
       if (lib >= 0) return {FusionRule::two_library_kernels, lib, v};
       lib = v;
@@ -210,8 +243,19 @@ FusionProblem check_fusion_group(const OpGraph& g, std::span<const OpId> members
   }
   if (red < 0) return {};
   for (OpId v : members)
-    if (v != red && fusion_class(g.op(v)) == FusionClass::reduction) return {FusionRule::two_reductions, red, v};
-  return df::reduction_end(g, red, in_group);
+    if (v != red && traits_class(g.traits[v]) == FusionClass::reduction) return {FusionRule::two_reductions, red, v};
+  return df::reduction_end(g, red, members);
+}
+
+// The traits of every op of g (what fusion_view() points at).
+inline std::vector<FusionTraits> fusion_traits(const OpGraph& g) {
+  std::vector<FusionTraits> t(static_cast<std::size_t>(g.num_ops()));
+  for (const Op& o : g.ops()) t[static_cast<std::size_t>(o.id)] = fusion_traits(o);
+  return t;
+}
+// A view of g with `traits` (fusion_traits(g), kept alive by the caller).
+inline FusionGraphView<std::int64_t> fusion_view(const OpGraph& g, const std::vector<FusionTraits>& traits) {
+  return {traits.data(), g.in_offsets().data(), g.in_ops().data(), g.in_tensors().data()};
 }
 
 // Whether an op of this kind and role can ever be in a group with one of its producers after it
@@ -256,7 +300,7 @@ class FusionGroups {
   enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
 
   explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096)
-      : g_(&g), budget_(search_budget) {
+      : g_(&g), budget_(search_budget), traits_(fusion_traits(g)) {
     const auto n = static_cast<std::size_t>(g.num_ops());
     rep_.resize(n);
     members_.resize(n);
@@ -269,7 +313,7 @@ class FusionGroups {
       const auto i = static_cast<std::size_t>(v);
       rep_[i] = v;
       minpos_[i] = maxpos_[i] = g.topo_position(v);
-      const FusionClass c = fusion_class(g.op(v));
+      const FusionClass c = traits_class(traits_[i]);
       if (c == FusionClass::library) lib_[i] = v;
       if (c == FusionClass::reduction) red_[i] = v;
     }
@@ -346,9 +390,10 @@ class FusionGroups {
   FusionProblem legal_union(OpId A, OpId B) const {
     namespace df = detail::fusion;
     const OpGraph& g = *g_;
+    const auto view = fusion_view(g, traits_);
     for (OpId R : {A, B})
       if (members_[static_cast<std::size_t>(R)].empty())  // a lone op: not checked yet
-        if (FusionProblem p = df::member_class(g.op(R))) return p;
+        if (FusionProblem p = df::member_class(traits_[static_cast<std::size_t>(R)], R)) return p;
     const OpId la = lib_[static_cast<std::size_t>(A)], lb = lib_[static_cast<std::size_t>(B)];
     auto in_union = [&](OpId x) {
       const OpId r = group(x);
@@ -359,17 +404,17 @@ class FusionGroups {
                                                        : FusionProblem{FusionRule::two_library_kernels, lb, la};
     if (la >= 0 || lb >= 0) {
       const OpId lib = la >= 0 ? la : lb, other = la >= 0 ? B : A;
-      if (FusionProblem p = df::library_root(g, lib, [&](OpId x) { return group(x) == other; })) return p;
+      if (FusionProblem p = df::library_root(view, lib, [&](OpId x) { return group(x) == other; })) return p;
       for (OpId v : members_of(other))
-        if (FusionProblem p = df::epilogue_member(g, v, lib, in_union)) return p;
+        if (FusionProblem p = df::epilogue_member(view, v, lib, in_union)) return p;
       return {};
     }
     const OpId ra = red_[static_cast<std::size_t>(A)], rb = red_[static_cast<std::size_t>(B)];
     if (ra >= 0 && rb >= 0)
       return g.topo_position(ra) < g.topo_position(rb) ? FusionProblem{FusionRule::two_reductions, ra, rb}
                                                        : FusionProblem{FusionRule::two_reductions, rb, ra};
-    if (ra >= 0) return df::reduction_end(g, ra, [&](OpId x) { return group(x) == B; });
-    if (rb >= 0) return df::reduction_end(g, rb, [&](OpId x) { return group(x) == A; });
+    if (ra >= 0) return df::reduction_end(view, ra, members_of(B));
+    if (rb >= 0) return df::reduction_end(view, rb, members_of(A));
     return {};
   }
 
@@ -411,6 +456,7 @@ class FusionGroups {
 
   const OpGraph* g_;
   std::int64_t budget_;
+  std::vector<FusionTraits> traits_;
   std::vector<OpId> rep_;
   std::vector<std::vector<OpId>> members_;  // per representative; empty: the op alone
   std::vector<std::int32_t> minpos_, maxpos_;
@@ -423,3 +469,5 @@ class FusionGroups {
 };
 
 }  // namespace go
+
+#undef GO_FUSION_INLINE

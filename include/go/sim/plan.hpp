@@ -118,14 +118,17 @@ inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_
   for (OpId v : g.topo_order()) members[static_cast<std::size_t>(unit(v))].push_back(v);
   // kernels a compiler builds; groups in the order the simulator meets them (by their second op in
   // topological order), so both name the same group
-  if (check_fusion_rules)
+  if (check_fusion_rules) {
+    const std::vector<FusionTraits> traits = fusion_traits(g);
+    const auto view = fusion_view(g, traits);
     for (OpId v : g.topo_order()) {
       const OpId l = unit(v);
       const auto& mem = members[static_cast<std::size_t>(l)];
       if (l == v || mem[1] != v) continue;
-      if (const FusionProblem fp = check_fusion_group(g, mem, [&](OpId u) { return unit(u) == l; }))
+      if (const FusionProblem fp = check_fusion_group(view, mem, [&](OpId u) { return unit(u) == l; }))
         return "fusion group " + std::to_string(p.fusion[static_cast<std::size_t>(l)]) + " " + fusion_problem_text(g, fp);
     }
+  }
   // acyclic quotient graph (Kahn over units)
   std::vector<std::int32_t> indeg(n, 0);
   for (std::size_t v = 0; v < n; ++v)

@@ -397,6 +397,7 @@ class Simulator {
   std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start
   std::vector<std::int64_t> release_;               // an unfused op's scratch + unread outputs
   std::vector<std::int32_t> in_off_, in_src_, in_tensor_, in_deg_;
+  std::vector<FusionTraits> ftraits_;  // per op, for the fusion rules
   std::vector<std::int32_t> out_off_, out_dst_, out_tensor_, out_in_edge_;
   std::vector<std::int64_t> tbytes_;
   std::vector<std::int32_t> tcons_;
@@ -547,6 +548,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     coloc_[i] = o.colocation;
     ncoloc_ = std::max(ncoloc_, o.colocation + 1);
   }
+  ftraits_ = fusion_traits(g);
   topo_.assign(g.topo_order().begin(), g.topo_order().end());
   for (std::int32_t v : topo_)
     if (in_deg_[static_cast<std::size_t>(v)] == 0) sources_.push_back(v);
@@ -851,21 +853,10 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::int32_t v = gops[i];
       mlist[cursor[grp[leader[v]]]++] = v;
     }
-    // kernels a compiler builds (groups in the topological order of their leaders, as check_plan)
-    if (options_.check_fusion_rules)
-      for (std::int32_t g = 0; g < ngroups; ++g) {
-        const std::int32_t L = glead[g];
-        const FusionProblem fp = check_fusion_group(
-            *g_, std::span<const OpId>(mlist + goff[g], mlist + goff[g + 1]), [&](OpId u) { return leader[u] == L; });
-        if (fp) {
-          r.problem_group = fus[L];
-          r.problem_op = fp.op;
-          r.problem_op2 = fp.op2;
-          r.fusion_rule = fp.rule;
-          return fail(SimStatus::fusion_illegal);
-        }
-      }
-    // per-group cost, memory and pending inputs
+    // per-group: kernels a compiler builds (groups in the order check_plan() takes them: by their
+    // second op; checked here, where the group's edges are read anyway), cost, memory, pending inputs
+    const bool rules = options_.check_fusion_rules;
+    const FusionGraphView<std::int32_t> view{ftraits_.data(), in_off_.data(), in_src_.data(), in_tensor_.data()};
     if (++ws.epoch_ == 0) {
       std::fill(ws.stamp_.begin(), ws.stamp_.end(), 0);
       ws.epoch_ = 1;
@@ -876,8 +867,19 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     float* gpr = ws.gprio_.data();
     for (std::int32_t g = 0; g < ngroups; ++g) {
       const std::int32_t L = glead[g];
-      const auto kind = static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(dev[L])]);
       const std::int32_t mb = goff[g], me = goff[g + 1];
+      if (rules) {
+        const FusionProblem fp =
+            check_fusion_group(view, std::span<const OpId>(mlist + mb, mlist + me), [&](OpId u) { return leader[u] == L; });
+        if (fp) {
+          r.problem_group = fus[L];
+          r.problem_op = fp.op;
+          r.problem_op2 = fp.op2;
+          r.fusion_rule = fp.rule;
+          return fail(SimStatus::fusion_illegal);
+        }
+      }
+      const auto kind = static_cast<std::size_t>(dev_kind_[static_cast<std::size_t>(dev[L])]);
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
