@@ -39,8 +39,8 @@ long long samples_to(const std::vector<double>& curve, double target, int sample
 
 int main(int argc, char** argv) {
   std::string policy = GO_SOURCE_DIR "/policies/go-zoo-v100x4x8.ckpt", cluster = "v100x4";
-  std::string graphs = GO_SOURCE_DIR "/../shared/models/resnet50.onnx," GO_SOURCE_DIR
-                       "/../shared/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
+  std::string graphs = GO_SOURCE_DIR "/data/models/resnet50.onnx," GO_SOURCE_DIR
+                       "/data/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
   long long updates = 20, seed = 0;
   int samples = 16;
   for (int i = 1; i + 1 < argc; i += 2) {

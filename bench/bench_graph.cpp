@@ -20,11 +20,10 @@ namespace {
 
 constexpr int kOps = 80000;
 
-// ../shared next to the repository (the bench targets get no compile definition for it);
-// the environment variable GO_SHARED_DIR overrides.
-std::string shared_dir() {
-  if (const char* env = std::getenv("GO_SHARED_DIR")) return env;
-  return (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "shared").lexically_normal().string();
+// The repository's data/ (models/, real-data/); the environment variable GO_DATA_DIR overrides.
+std::string data_dir() {
+  if (const char* env = std::getenv("GO_DATA_DIR")) return env;
+  return GO_SOURCE_DIR "/data";
 }
 
 // A layered DAG shaped like a large unrolled model: each op reads 1-3 recent ops (within 64),
@@ -138,7 +137,7 @@ void BM_graph_training_expansion_80k(benchmark::State& state) {
 BENCHMARK(BM_graph_training_expansion_80k)->Unit(benchmark::kMillisecond);
 
 void BM_graph_load_onnx(benchmark::State& state, const char* model) {
-  const std::string path = shared_dir() + "/models/" + model;
+  const std::string path = data_dir() + "/models/" + model;
   if (!std::filesystem::exists(path)) {
     state.SkipWithError(("missing " + path).c_str());
     return;

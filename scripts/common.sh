@@ -10,11 +10,13 @@ GO_JOBS="${GO_JOBS:-$(nproc)}"
 # Everything the build, the tests and the benchmarks need, as Debian packages. Debian builds
 # oneDNN with the OpenCL GPU runtime, so its CMake config needs the OpenCL headers and loader, which
 # libdnnl-dev only recommends (and --no-install-recommends skips): ocl-icd-opencl-dev is listed here.
+# The Python module (python/) needs pybind11, Python's headers and numpy, for Debian's python3.
 GO_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libeigen3-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev catch2 libbenchmark-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libmetis-dev libopenmpi-dev openmpi-bin
   clang-14 libclang-rt-14-dev libomp-14-dev
+  pybind11-dev python3-dev python3-numpy
 )
 
 go_log() { printf '\033[1m==> %s\033[0m\n' "$*"; }

@@ -288,7 +288,7 @@ TEST_CASE("baselines: every method on every zoo graph for 2, 4 and 8 devices", "
 }
 
 TEST_CASE("baselines: human uses the dnn-partitioning expert split next to the graph", "[baselines][real]") {
-  const std::string root = std::string(GO_SHARED_DIR) + "/real-data/msr-fiddle-dnn-partitioning";
+  const std::string root = std::string(GO_DATA_DIR) + "/real-data/msr-fiddle-dnn-partitioning";
   const go::OpGraph g = go::load_graph(root + "/throughput-inputs/LayerGraphs/gnmt_training.json");
   const go::PlaceResult six = go::place("human", g, go::cluster_preset("v100x6"));
   CHECK_THAT(six.note, Contains("expert split gnmt_training_expert.json"));

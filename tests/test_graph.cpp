@@ -66,7 +66,7 @@ struct TempDir {
 
 std::string read_bytes(const std::string& p) { return go::detail::read_file(p); }
 
-const std::string kModels = std::string(GO_SHARED_DIR) + "/models/";
+const std::string kModels = std::string(GO_DATA_DIR) + "/models/";
 
 // load_graph(path) must throw a one-line go::Error naming the file (and `problem` when given).
 void require_load_error(const std::string& path, const std::string& problem = "") {

@@ -30,7 +30,7 @@ Result run_gopt(const std::vector<std::string>& args) {
   return go::test::run_cli([](CLI::App& app) { add_info_command(app); }, args);
 }
 
-const std::string kModels = std::string(GO_SHARED_DIR) + "/models/";
+const std::string kModels = std::string(GO_DATA_DIR) + "/models/";
 
 }  // namespace
 
@@ -61,7 +61,7 @@ TEST_CASE("gopt info: --training and the text summary", "[graph][cli]") {
   CHECK(jt["nodes"].get<int>() > 2 * jf["nodes"].get<int>());
   CHECK(jt["flops"].get<double>() > 2.5 * jf["flops"].get<double>());
   CHECK(jt["roles"]["update"] == go::load_graph(kModels + "resnet18.onnx").num_params());
-  const Result text = run_gopt({"info", std::string(GO_SHARED_DIR) + "/real-data/msr-fiddle-pipedream/gnmt/graph.txt"});
+  const Result text = run_gopt({"info", std::string(GO_DATA_DIR) + "/real-data/msr-fiddle-pipedream/gnmt/graph.txt"});
   REQUIRE(text.code == 0);
   CHECK_THAT(text.out, Contains("nodes") && Contains("critical path") && Contains("op kinds") && Contains("rnn"));
 }

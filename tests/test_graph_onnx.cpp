@@ -1,4 +1,4 @@
-// ONNX importer: the shared model exports (published multiply-accumulate counts) and a synthetic
+// ONNX importer: the model exports of data/models (published multiply-accumulate counts) and a synthetic
 // model exercising shape inference and FLOPs of each supported operator.
 #include <catch2/catch.hpp>
 
@@ -16,7 +16,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::string kModels = std::string(GO_SHARED_DIR) + "/models/";
+const std::string kModels = std::string(GO_DATA_DIR) + "/models/";
 
 double macs_per_image(const go::OpGraph& g) {
   // The batch is the first dimension of the (single) data input.
@@ -36,7 +36,7 @@ double macs_per_image(const go::OpGraph& g) {
 
 }  // namespace
 
-TEST_CASE("onnx: published multiply-accumulate counts of the shared models", "[graph][onnx]") {
+TEST_CASE("onnx: published multiply-accumulate counts of the model exports", "[graph][onnx]") {
   struct Case {
     const char* file;
     double gmacs;

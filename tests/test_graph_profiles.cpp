@@ -1,4 +1,4 @@
-// The measured profiles in ../shared/real-data: every PipeDream graph.txt and dnn-partitioning JSON
+// The measured profiles in data/real-data: every PipeDream graph.txt and dnn-partitioning JSON
 // loads with its measured times, sizes, colocation classes and cluster limits, checked against an
 // independent reading of the files.
 #include <catch2/catch.hpp>
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRealData = fs::path(GO_SHARED_DIR) / "real-data";
+const fs::path kRealData = fs::path(GO_DATA_DIR) / "real-data";
 
 std::vector<fs::path> files_named(const fs::path& root, const std::string& ext) {
   std::vector<fs::path> out;

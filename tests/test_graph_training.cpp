@@ -127,7 +127,7 @@ TEST_CASE("training: gradient ops, accumulation, updates and saved activations",
 }
 
 TEST_CASE("training: resnet50 costs about 3x its forward pass", "[graph][training]") {
-  const go::OpGraph fwd = go::load_graph(std::string(GO_SHARED_DIR) + "/models/resnet50.onnx");
+  const go::OpGraph fwd = go::load_graph(std::string(GO_DATA_DIR) + "/models/resnet50.onnx");
   const go::OpGraph g = go::make_training_graph(fwd);
   CHECK_NOTHROW(g.validate());
   const auto f = go::graph_stats(fwd), t = go::graph_stats(g);
@@ -148,7 +148,7 @@ TEST_CASE("training: resnet50 costs about 3x its forward pass", "[graph][trainin
 }
 
 TEST_CASE("training: PipeDream backward times and already-expanded graphs", "[graph][training]") {
-  const std::string base = std::string(GO_SHARED_DIR) + "/real-data/";
+  const std::string base = std::string(GO_DATA_DIR) + "/real-data/";
   const go::OpGraph fwd = go::load_graph(base + "msr-fiddle-pipedream/resnet18/graph.txt");
   const go::OpGraph g = go::make_training_graph(fwd);
   CHECK_NOTHROW(g.validate());

@@ -14,7 +14,7 @@
 
 namespace {
 
-const std::string kShared = GO_SHARED_DIR;
+const std::string kRepoData = GO_DATA_DIR;
 const std::string kData = std::string(GO_TEST_DATA_DIR) + "/sim";
 
 // Small graphs with measured times and explicit tensor sizes.
@@ -392,11 +392,8 @@ TEST_CASE("control edges order ops and cross devices as latency only", "[sim]") 
 TEST_CASE("measured profile on one device: step time is the sum of the measured times", "[sim][real]") {
   for (const std::string rel : {"real-data/msr-fiddle-pipedream/resnet50/graph.txt", "real-data/msr-fiddle-pipedream/gnmt/graph.txt",
                                 "real-data/msr-fiddle-dnn-partitioning/throughput-inputs/OperatorGraphs/bert_l-3_training.json"}) {
-    const std::string path = kShared + "/" + rel;
-    if (!std::filesystem::exists(path)) {
-      WARN("missing " << path);
-      continue;
-    }
+    const std::string path = kRepoData + "/" + rel;
+    REQUIRE(std::filesystem::exists(path));  // shipped in data/
     const go::OpGraph g = go::load_graph(path);
     double sum = 0;
     for (const go::Op& o : g.ops()) sum += go::op_time(o, go::DeviceSpec::v100());
@@ -413,11 +410,8 @@ TEST_CASE("measured profile on one device: step time is the sum of the measured 
 }
 
 TEST_CASE("the human-expert splits load as plans", "[sim][real]") {
-  const std::string dir = kShared + "/real-data/msr-fiddle-dnn-partitioning";
-  if (!std::filesystem::exists(dir)) {
-    WARN("missing " << dir);
-    return;
-  }
+  const std::string dir = kRepoData + "/real-data/msr-fiddle-dnn-partitioning";
+  REQUIRE(std::filesystem::exists(dir));  // shipped in data/
   for (const std::string name :
        {"bert24_inference", "bert24_training", "gnmt_inference", "gnmt_training", "inceptionv3_inference", "resnet50_inference"}) {
     INFO(name);

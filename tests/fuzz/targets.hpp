@@ -147,7 +147,7 @@ inline void checkpoint(std::string_view input) {
 
 #ifdef GO_FUZZ_HAVE_SIM
 // The graphs plans are read against: a three-op chain (a -> b -> c, tests/data/sim/tiny_plan.json)
-// and, when ../shared is there, bert24_inference of dnn-partitioning (its human-expert splits).
+// and bert24_inference of dnn-partitioning in data/real-data (its human-expert splits).
 inline const std::vector<OpGraph>& plan_graphs() {
   static const std::vector<OpGraph> graphs = [] {
     std::vector<OpGraph> v;
@@ -156,12 +156,12 @@ inline const std::vector<OpGraph>& plan_graphs() {
         {"id": 1, "name": "b", "kind": "matmul", "flops": 512, "outputs": [{"shape": [4, 8]}], "inputs": [0]},
         {"id": 2, "name": "c", "kind": "relu", "flops": 32, "outputs": [{"shape": [4, 8]}], "inputs": [1]}]})",
                                  "chain3.json"));
-#ifdef GO_SHARED_DIR
-    const std::string bert = std::string(GO_SHARED_DIR) +
+#ifdef GO_DATA_DIR
+    const std::string bert = std::string(GO_DATA_DIR) +
                              "/real-data/msr-fiddle-dnn-partitioning/throughput-inputs/LayerGraphs/bert24_inference.json";
     try {
       v.push_back(load_dnn_partitioning(bert));
-    } catch (const Error&) {  // no ../shared: the chain alone
+    } catch (const Error&) {  // data/ missing: the chain alone
     }
 #endif
     return v;

@@ -1,0 +1,314 @@
+// gopt.place / gopt.methods (go::place and its registry, GO's methods included) and gopt.train
+// (go::rl::PpoTrainer, driven update by update as `gopt train` drives it, with a Python callback).
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/baselines/place.hpp"
+#include "go/core/file.hpp"
+#include "go/rl/ppo.hpp"
+#include "gopt_module.hpp"
+
+namespace gopt_py {
+
+namespace {
+
+// ---- place ----------------------------------------------------------------------------------------
+
+struct PyPlaceResult {
+  std::string method, status, reason, note;
+  bool valid = false;
+  double step_time_ms = 0, optimize_seconds = 0;
+  std::int64_t simulations = 0;
+  std::vector<std::int64_t> peak_memory;
+  PyPlan plan;
+};
+
+py::dict place_result_dict(const PyPlaceResult& r) {
+  py::dict d;
+  d["method"] = r.method;
+  d["step_time_ms"] = r.step_time_ms;
+  d["valid"] = r.valid;
+  d["status"] = r.status;
+  d["reason"] = r.reason;
+  d["note"] = r.note;
+  d["optimize_seconds"] = r.optimize_seconds;
+  d["simulations"] = r.simulations;
+  d["peak_memory_bytes"] = r.peak_memory;
+  return d;
+}
+
+// ---- train ----------------------------------------------------------------------------------------
+
+py::dict stats_dict(const go::rl::UpdateStats& s) {
+  py::dict d;
+  d["update"] = s.update;
+  d["lr"] = s.lr;
+  d["mean_reward"] = s.mean_reward;
+  d["max_reward"] = s.max_reward;
+  d["best_step_time_ms"] = ms(s.best_step_time);
+  d["best_speedup"] = s.best_speedup;
+  d["mean_step_time_ms"] = ms(s.mean_step_time);
+  d["invalid_fraction"] = s.invalid_fraction;
+  d["entropy"] = s.entropy;
+  d["approx_kl"] = s.approx_kl;
+  d["clip_fraction"] = s.clip_fraction;
+  d["policy_loss"] = s.policy_loss;
+  d["value_loss"] = s.value_loss;
+  d["explained_variance"] = s.explained_variance;
+  d["grad_norm"] = s.grad_norm;
+  d["epochs_run"] = s.epochs_run;
+  d["samples"] = s.samples;
+  d["seconds"] = s.seconds;
+  d["samples_per_second"] = s.samples_per_second;
+  return d;
+}
+
+struct PyTaskResult {
+  std::string name, cluster, reference_kind, anchor;
+  std::shared_ptr<PyGraph> graph;
+  std::optional<PyPlan> best_plan;
+  double best_step_time_ms = 0, reference_ms = 0, anchor_step_time_ms = 0;
+  std::int64_t best_update = -1, samples = 0, invalid = 0;
+};
+
+struct PyTrainResult {
+  std::int64_t updates_done = 0;
+  py::list history;
+  std::vector<PyTaskResult> tasks;
+  std::optional<std::string> checkpoint;
+};
+
+// Each item of a Python list (or the one object) through `f`.
+template <class T, class F>
+std::vector<T> one_or_many(const py::handle& h, F&& f) {
+  std::vector<T> out;
+  if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
+    for (const py::handle& x : h) out.push_back(f(x));
+  } else {
+    out.push_back(f(h));
+  }
+  return out;
+}
+
+go::rl::TrainConfig config_arg(const py::handle& h) {
+  if (h.is_none()) return {};
+  if (py::isinstance<py::dict>(h)) {
+    const std::string text = py::module_::import("json").attr("dumps")(h).cast<std::string>();
+    return go::rl::TrainConfig::from_json(nlohmann::json::parse(text), "config");
+  }
+  GO_CHECK(py::isinstance<py::str>(h), "config must be a dict, a JSON file path or None, got ",
+           std::string(py::str(h.get_type())));
+  return go::rl::TrainConfig::load(h.cast<std::string>());
+}
+
+PyTrainResult train(const py::object& graphs_arg, const py::object& clusters_arg, const py::object& config,
+                    std::optional<std::int64_t> updates, std::optional<std::uint64_t> seed, bool training,
+                    const py::object& callback, std::optional<std::string> checkpoint, bool resume,
+                    std::optional<std::string> init_policy, std::optional<int> threads, std::optional<std::string> metrics) {
+  GO_CHECK(callback.is_none() || PyCallable_Check(callback.ptr()), "callback must be callable or None");
+  GO_CHECK(!updates || *updates >= 0, "updates must be >= 0, got ", *updates);
+  GO_CHECK(!resume || checkpoint, "resume=True needs checkpoint=<path>");
+  const bool resuming = resume && std::filesystem::exists(*checkpoint);
+  GO_CHECK(!resuming || config.is_none(), "resume: the run continues with the config of ", *checkpoint,
+           "; pass config=None");
+  GO_CHECK(!resuming || !init_policy, "resume: the run continues from ", *checkpoint, "; pass init_policy=None");
+
+  // graphs and clusters: copies for the trainer (it owns its graphs)
+  std::vector<go::OpGraph> graphs = one_or_many<go::OpGraph>(graphs_arg, [](const py::handle& x) {
+    return go::OpGraph(*graph_arg(x)->g);
+  });
+  GO_CHECK(!graphs.empty(), "train: no graphs");
+  std::vector<go::Cluster> clusters =
+      one_or_many<go::Cluster>(clusters_arg, [](const py::handle& x) { return *cluster_arg(x).c; });
+
+  go::rl::TrainConfig cfg = config_arg(config);
+  PyTrainResult res;
+  std::vector<go::rl::UpdateStats> history;
+  bool stopped_by_error = false;
+  {
+    py::gil_scoped_release nogil;
+    if (resuming) {
+      cfg = go::rl::PpoTrainer::checkpoint_config(*checkpoint);
+      GO_CHECK(!training || cfg.training, "resume: training=True differs from the checkpoint being resumed");
+      GO_CHECK(!seed || *seed == cfg.seed, "resume: seed ", *seed, " differs from the seed ", cfg.seed,
+               " of the checkpoint being resumed");
+    } else {
+      if (training) cfg.training = true;
+      if (seed) cfg.seed = *seed;
+    }
+    if (updates) cfg.updates = *updates;
+    if (threads) cfg.threads = *threads;
+    cfg.validate();
+    std::shared_ptr<go::policy::GoPolicy> init;
+    if (init_policy) {
+      std::error_code ec;
+      GO_CHECK(std::filesystem::is_regular_file(*init_policy, ec), *init_policy,
+               ": init_policy file not found (a policy file or a gopt train checkpoint)");
+      init = go::rl::load_policy(*init_policy);
+    }
+    go::rl::PpoTrainer trainer(cfg, std::move(graphs), std::move(clusters), init);
+    if (resuming) {
+      trainer.load_checkpoint(*checkpoint);
+      if (updates) trainer.set_updates(*updates);
+    }
+    if (metrics) go::rl::truncate_metrics_csv(*metrics, trainer.updates_done());
+    const go::rl::TrainConfig& c = trainer.config();
+    while (trainer.updates_done() < c.updates) {
+      const go::rl::UpdateStats s = trainer.update();
+      history.push_back(s);
+      if (metrics) go::rl::append_metrics_csv(*metrics, s);
+      if (checkpoint && c.checkpoint_every > 0 && s.update % c.checkpoint_every == 0 && s.update < c.updates)
+        trainer.save_checkpoint(*checkpoint);
+      // The callback (and Ctrl-C) with the GIL; a Python error stays set and ends the run.
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {
+        stopped_by_error = true;
+        break;
+      }
+      if (!callback.is_none()) {
+        try {
+          const py::object r = callback(stats_dict(s));
+          if (r.ptr() == Py_False) break;  // False (not a falsy None): stop early
+        } catch (py::error_already_set& e) {
+          e.restore();
+          stopped_by_error = true;
+          break;
+        }
+      }
+    }
+    if (checkpoint) trainer.save_checkpoint(*checkpoint);
+    res.updates_done = trainer.updates_done();
+    res.checkpoint = checkpoint;
+    for (std::size_t i = 0; i < trainer.num_graphs(); ++i) {
+      const go::rl::GraphTask& t = trainer.task(i);
+      PyTaskResult r;
+      r.name = t.name;
+      r.cluster = t.sim->cluster().name;
+      r.graph = std::make_shared<PyGraph>(go::OpGraph(*t.graph));
+      if (std::isfinite(t.best_step_time)) r.best_plan = PyPlan{t.best_plan};
+      r.best_step_time_ms = ms(t.best_step_time);
+      r.reference_ms = ms(t.reference);
+      r.reference_kind = t.reference_kind;
+      r.anchor = t.anchor;
+      r.anchor_step_time_ms = ms(t.anchor_step_time);
+      r.best_update = t.best_update;
+      r.samples = t.samples;
+      r.invalid = t.invalid;
+      res.tasks.push_back(std::move(r));
+    }
+  }
+  if (stopped_by_error) throw py::error_already_set();
+  for (const auto& s : history) res.history.append(stats_dict(s));
+  return res;
+}
+
+}  // namespace
+
+void bind_optimize(py::module_& m) {
+  py::class_<PyPlaceResult>(m, "PlaceResult", "An optimizer's plan and its simulated step.")
+      .def_readonly("method", &PyPlaceResult::method)
+      .def_readonly("plan", &PyPlaceResult::plan)
+      .def_readonly("valid", &PyPlaceResult::valid, "False when the plan does not fit device memory")
+      .def_readonly("status", &PyPlaceResult::status)
+      .def_readonly("reason", &PyPlaceResult::reason)
+      .def_readonly("step_time_ms", &PyPlaceResult::step_time_ms)
+      .def_readonly("note", &PyPlaceResult::note, "what the method did (GO: the anchor, zero-shot and fine-tuned times)")
+      .def_readonly("optimize_seconds", &PyPlaceResult::optimize_seconds)
+      .def_readonly("simulations", &PyPlaceResult::simulations)
+      .def_property_readonly("peak_memory_bytes", [](const PyPlaceResult& r) { return to_array(r.peak_memory); })
+      .def("to_dict", &place_result_dict, "the fields of gopt place --json")
+      .def("__repr__", [](const PyPlaceResult& r) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.3f ms", r.step_time_ms);
+        return "<gopt.PlaceResult " + r.method + ": " + b + (r.valid ? "" : ", invalid: " + r.reason) + ">";
+      });
+
+  m.def("methods", &go::place_method_names, "the names gopt.place accepts");
+  m.def("describe_methods", [] {
+    py::dict d;
+    for (const auto& x : go::place_methods()) d[py::str(x.name)] = x.help;
+    return d;
+  }, "{method name: one-line description}");
+
+  m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
+                    std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
+                    std::int64_t finetune, bool check_colocation) {
+    std::shared_ptr<PyGraph> g = graph_arg(graph);
+    const PyCluster c = cluster_arg(cluster);
+    go::PlaceOptions o;
+    o.seed = seed;
+    o.budget = budget;
+    o.fusion = go::parse_fusion_mode(fusion);
+    o.expert_split = expert;
+    o.policy = policy;
+    o.finetune = finetune;
+    o.sim.check_colocation = check_colocation;
+    PyPlaceResult out;
+    {
+      py::gil_scoped_release nogil;
+      go::PlaceResult r = go::place(method, *g->g, *c.c, o);
+      out.method = r.method;
+      out.valid = r.valid;
+      out.status = std::string(go::sim_status_name(r.status));
+      out.reason = r.reason;
+      out.note = r.note;
+      out.step_time_ms = ms(r.step_time);
+      out.optimize_seconds = r.optimize_seconds;
+      out.simulations = r.simulations;
+      out.peak_memory = r.peak_memory;
+      out.plan.p = std::move(r.plan);
+    }
+    return out;
+  }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
+     py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
+     py::arg("finetune") = -1, py::arg("check_colocation") = true, R"doc(
+Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
+gopt place does (same options, same numbers for the same seed). seed: every random choice;
+budget: simulations of random/anneal; fusion: "none" or "xla"; expert: human's expert split file;
+policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
+(-1: budget / 16). A plan that does not fit memory comes back with valid False.)doc");
+
+  py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")
+      .def_readonly("name", &PyTaskResult::name)
+      .def_readonly("cluster", &PyTaskResult::cluster)
+      .def_readonly("graph", &PyTaskResult::graph, "the graph trained on (the training graph with training=True)")
+      .def_readonly("best_plan", &PyTaskResult::best_plan, "the best valid plan sampled, None if none was valid")
+      .def_readonly("best_step_time_ms", &PyTaskResult::best_step_time_ms)
+      .def_readonly("best_update", &PyTaskResult::best_update)
+      .def_readonly("reference_ms", &PyTaskResult::reference_ms)
+      .def_readonly("reference_kind", &PyTaskResult::reference_kind)
+      .def_readonly("anchor", &PyTaskResult::anchor)
+      .def_readonly("anchor_step_time_ms", &PyTaskResult::anchor_step_time_ms)
+      .def_readonly("samples", &PyTaskResult::samples)
+      .def_readonly("invalid", &PyTaskResult::invalid);
+  py::class_<PyTrainResult>(m, "TrainResult", "What gopt.train did.")
+      .def_readonly("updates_done", &PyTrainResult::updates_done)
+      .def_readonly("history", &PyTrainResult::history, "one dict per update of this call (the metrics CSV's columns)")
+      .def_readonly("tasks", &PyTrainResult::tasks)
+      .def_readonly("checkpoint", &PyTrainResult::checkpoint);
+
+  m.def("train", &train, py::arg("graphs"), py::arg("cluster"), py::arg("config") = py::none(), py::kw_only(),
+        py::arg("updates") = py::none(), py::arg("seed") = py::none(), py::arg("training") = false,
+        py::arg("callback") = py::none(), py::arg("checkpoint") = py::none(), py::arg("resume") = false,
+        py::arg("init_policy") = py::none(), py::arg("threads") = py::none(), py::arg("metrics") = py::none(), R"doc(
+Trains the GO policy with PPO, as gopt train does. graphs: a gopt.Graph, path or zoo spec, or a list;
+cluster: a gopt.Cluster or preset / JSON path, or a list (one task per graph and cluster). config: a
+dict or a JSON file of go/rl/config.hpp's TrainConfig (defaults when None); updates, seed and
+threads override it; training=True expands the graphs into training graphs. callback(stats) runs
+after every update with that update's stats (a dict); returning False stops early, raising stops
+and re-raises. checkpoint: file written at the end (and every config checkpoint_every updates);
+resume=True continues from it when it exists. init_policy: start from a pre-trained policy's
+weights. metrics: a CSV of every update. The GIL is released while training.)doc");
+}
+
+}  // namespace gopt_py

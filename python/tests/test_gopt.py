@@ -1,0 +1,597 @@
+"""Tests of the Python module gopt (python/gopt_module.cpp, python/gopt_optimize.cpp).
+
+ctest runs each class as its own test (python/CMakeLists.txt) with PYTHONPATH at build/python and
+GOPT_CLI at the gopt binary of the same build; by hand:
+
+    PYTHONPATH=build/python GOPT_CLI=build/gopt python3 -m unittest -v python/tests/test_gopt.py
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import gopt
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.environ.get("GO_DATA_DIR", os.path.join(REPO, "data"))
+TEST_DATA = os.environ.get("GO_TEST_DATA_DIR", os.path.join(REPO, "tests", "data"))
+CLI = os.environ.get("GOPT_CLI", "")
+RESNET18 = os.path.join(DATA, "models", "resnet18.onnx")
+EXAMPLE = os.path.join(TEST_DATA, "graph", "example.json")  # a two-layer MLP, 11 ops
+
+# The smallest PPO run worth training (tests/test_train_cli.cpp uses the same).
+TINY_CONFIG = {
+    "type": "go_ppo", "samples": 4, "epochs": 1, "minibatch": 2, "updates": 2, "seed": 3, "threads": 1,
+    "policy": {"hidden": 16, "heads": 2, "sage_layers": 1, "segment_length": 8, "memory_length": 8,
+               "ffn_dim": 32, "value_hidden": 16},
+}
+
+
+def chain(n=3, flops=2e9, nbytes=4 << 20):
+    """input -> matmul -> relu -> ... : n ops in a chain."""
+    kinds = ["input"] + ["matmul" if i % 2 else "relu" for i in range(1, n)]
+    return gopt.Graph.from_arrays(kinds=kinds, edges=[[i, i + 1] for i in range(n - 1)],
+                                  flops=[0.0] + [flops] * (n - 1), output_bytes=[nbytes] * n)
+
+
+class Graphs(unittest.TestCase):
+    def test_onnx_arrays_are_consistent(self):
+        g = gopt.load_graph(RESNET18)
+        n = g.num_ops
+        self.assertEqual(len(g), n)
+        self.assertEqual(g.format, "onnx")
+        self.assertFalse(g.training)
+        self.assertEqual(g.batch, 32)
+        for name in ("names", "kinds", "roles"):
+            self.assertEqual(len(getattr(g, name)), n, name)
+        for name, dtype in (("flops", np.float64), ("output_bytes", np.int64), ("input_bytes", np.int64),
+                            ("param_bytes", np.int64), ("temp_bytes", np.int64), ("time", np.float64),
+                            ("colocation", np.int32), ("topo_order", np.int32)):
+            a = getattr(g, name)
+            self.assertEqual(a.shape, (n,), name)
+            self.assertEqual(a.dtype, dtype, name)
+        self.assertTrue(set(g.kinds) <= set(gopt.op_kinds()))
+        self.assertEqual(g.kinds.count("conv"), 20)
+        self.assertTrue(np.all(np.isnan(g.time)))  # an ONNX export has no measured times
+        # 11.69 M parameters (the published count), float32
+        self.assertAlmostEqual(g.param_bytes.sum() / 4 / 1e6, 11.69, delta=0.12)
+        e = g.edges
+        self.assertEqual(e.shape, (g.num_edges, 2))
+        self.assertEqual(e.dtype, np.int32)
+        pos = np.empty(n, dtype=np.int64)
+        pos[g.topo_order] = np.arange(n)
+        self.assertTrue(np.all(pos[e[:, 0]] < pos[e[:, 1]]))  # edges follow the topological order
+        self.assertEqual(g.edge_bytes.shape, (g.num_edges,))
+        # every data edge carries its producer's output (one output per op in this export)
+        self.assertTrue(np.array_equal(g.edge_bytes, g.output_bytes[e[:, 0]]))
+
+    def test_training_graph(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        fwd = gopt.load_graph(RESNET18)
+        self.assertTrue(g.training)
+        self.assertGreater(g.num_ops, 2 * fwd.num_ops)
+        self.assertEqual(set(g.roles), {"forward", "backward", "update"})
+        self.assertEqual(fwd.training_graph().num_ops, g.num_ops)
+        with self.assertRaisesRegex(gopt.Error, "already a training graph"):
+            g.training_graph()
+
+    def test_zoo_and_profiles(self):
+        g = gopt.load_graph("zoo:rnnlm2:seq=4")
+        self.assertGreater(g.num_ops, 10)
+        p = gopt.load_graph(os.path.join(DATA, "real-data", "msr-fiddle-pipedream", "alexnet", "graph.txt"))
+        self.assertEqual(p.format, "pipedream")
+        self.assertFalse(np.any(np.isnan(p.time)))  # measured per-layer times
+        with self.assertRaisesRegex(gopt.Error, "nosuch"):
+            gopt.load_graph("zoo:nosuch")
+
+    def test_bad_files(self):
+        with self.assertRaises(gopt.Error) as cm:
+            gopt.load_graph("/no/such/model.onnx")
+        self.assertIsInstance(cm.exception, RuntimeError)
+        self.assertIn("/no/such/model.onnx", str(cm.exception))
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.json")
+            with open(bad, "w") as f:
+                f.write('{"format": "go-graph", "ops": [{"id": 0, "kind": "nosuchkind"}]}')
+            with self.assertRaisesRegex(gopt.Error, "bad.json"):
+                gopt.load_graph(bad)
+            empty = os.path.join(d, "empty.onnx")
+            open(empty, "w").close()
+            with self.assertRaisesRegex(gopt.Error, "empty file"):
+                gopt.load_graph(empty)
+        with self.assertRaises(TypeError):
+            gopt.load_graph(42)
+
+    def assert_same_graph(self, g, h):
+        for a in ("kinds", "names", "roles"):
+            self.assertEqual(getattr(h, a), getattr(g, a), a)
+        for a in ("flops", "output_bytes", "input_bytes", "param_bytes", "temp_bytes", "colocation", "edges",
+                  "edge_bytes", "topo_order"):
+            self.assertTrue(np.array_equal(getattr(h, a), getattr(g, a)), a)
+        np.testing.assert_array_equal(h.time, g.time)  # NaN where none
+        # so every cost, transfer and memory event is the same
+        for cluster in ("v100x1", "v100x2"):
+            plan = gopt.place(g, cluster, "m-etf", fusion="xla").plan
+            self.assertEqual(gopt.simulate(g, cluster, plan).to_dict(), gopt.simulate(h, cluster, plan).to_dict())
+
+    def test_from_arrays_round_trip(self):
+        # one output per op: the simple form
+        g = gopt.load_graph(RESNET18)
+        self.assertEqual(g.num_tensors, g.num_ops)
+        h = gopt.Graph.from_arrays(kinds=g.kinds, edges=g.edges, flops=g.flops, output_bytes=g.output_bytes,
+                                   param_bytes=g.param_bytes, temp_bytes=g.temp_bytes, time=g.time,
+                                   names=g.names, roles=g.roles, colocation=g.colocation, name="copy")
+        self.assertEqual(h.name, "copy")
+        self.assertFalse(h.training)
+        self.assert_same_graph(g, h)
+        # ops with two outputs (gradients of matmuls) and measured times: the tensor form
+        for t in (gopt.load_graph(RESNET18, training=True),
+                  gopt.load_graph(os.path.join(DATA, "real-data", "msr-fiddle-pipedream", "gnmt", "graph.txt"))):
+            self.assertGreater(t.num_tensors, t.num_ops)
+            h = gopt.Graph.from_arrays(kinds=t.kinds, edges=t.edges, flops=t.flops, param_bytes=t.param_bytes,
+                                       temp_bytes=t.temp_bytes, time=t.time, names=t.names, roles=t.roles,
+                                       colocation=t.colocation, tensor_producer=t.tensor_producer,
+                                       tensor_bytes=t.tensor_bytes, edge_tensors=t.edge_tensors, training=t.training)
+            self.assertTrue(np.array_equal(h.tensor_producer, t.tensor_producer))
+            self.assertTrue(np.array_equal(h.edge_tensors, t.edge_tensors))
+            self.assert_same_graph(t, h)
+
+    def test_control_edges(self):
+        g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul"], edges=[[0, 1], [0, 2], [1, 2]],
+                                   flops=[0, 1e9, 1e9], tensor_producer=[0, 1, 2], tensor_bytes=[1 << 20, 8, 8],
+                                   edge_tensors=[0, 0, -1])
+        self.assertEqual(g.edge_bytes.tolist(), [1 << 20, 1 << 20, 0])
+        self.assertEqual(g.input_bytes.tolist(), [0, 1 << 20, 1 << 20])
+        # op 2 waits for op 1 on the other device, though no data moves: one latency, no transfer
+        r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1]))
+        self.assertEqual(r.transfers, 1)  # the input to device 1, not op 1's output
+        self.assertEqual(r.transfer_bytes, 1 << 20)
+
+    def test_from_arrays_defaults_and_times(self):
+        g = gopt.Graph.from_arrays(kinds=["input", "conv"], edges=np.array([[0, 1]], dtype=np.uint8),
+                                   time=[float("nan"), 2e-3])
+        self.assertEqual(g.names, ["op0", "op1"])
+        self.assertEqual(g.roles, ["forward", "forward"])
+        self.assertTrue(math.isnan(g.time[0]))
+        self.assertEqual(g.time[1], 2e-3)
+        self.assertEqual(g.flops.tolist(), [0.0, 0.0])
+        # the measured time is the op's cost
+        self.assertAlmostEqual(gopt.simulate(g, "v100x1").step_time_ms, 2.0, places=12)
+
+    def test_from_arrays_errors(self):
+        ok = dict(kinds=["input", "relu"], edges=[[0, 1]])
+        gopt.Graph.from_arrays(**ok)
+        bad = [
+            (dict(kinds=["input", "nosuch"], edges=[[0, 1]]), "kinds\\[1\\] is 'nosuch'"),
+            (dict(kinds="input", edges=[]), "not one string"),
+            (dict(kinds=["input", "relu"], edges=[[0, 2]]), "outside \\[0, 2\\)"),
+            (dict(kinds=["input", "relu"], edges=[[5, 1]]), "unknown op id 5"),
+            (dict(kinds=["relu", "relu"], edges=[[0, 1], [1, 0]]), "cycle"),
+            (dict(kinds=["relu"], edges=[[0, 0]]), "cycle"),
+            (dict(kinds=["input", "relu"], edges=[0, 1]), "shape \\[E, 2\\]"),
+            (dict(kinds=["input", "relu"], edges=[[0.0, 1.0]]), "integers"),
+            (dict(ok, flops=[1.0]), "flops has 1 entries for 2 ops"),
+            (dict(ok, flops=[0.0, -1.0]), "negative or invalid flops"),
+            (dict(ok, output_bytes=[0, -4]), "negative size"),
+            (dict(ok, roles=["forward", "sideways"]), "roles\\[1\\]"),
+            (dict(ok, time=[0.0, float("inf")]), "infinite"),
+            (dict(ok, names=["a"]), "names has 1 entries"),
+            (dict(ok, tensor_producer=[0, 1]), "together"),
+            (dict(ok, output_bytes=[1, 1], tensor_producer=[0, 1], tensor_bytes=[1, 1], edge_tensors=[0]), "not both"),
+            (dict(ok, tensor_producer=[0, 2], tensor_bytes=[1, 1], edge_tensors=[0]), "tensor_producer\\[1\\] is 2"),
+            (dict(ok, tensor_producer=[0, 1], tensor_bytes=[1], edge_tensors=[0]), "tensor_bytes has 1 entries"),
+            (dict(ok, tensor_producer=[0, 1], tensor_bytes=[1, 1], edge_tensors=[0, 0]), "edge_tensors has 2 entries"),
+            (dict(ok, tensor_producer=[0, 1], tensor_bytes=[1, 1], edge_tensors=[1]), "an output of op 1, not of op 0"),
+            (dict(ok, tensor_producer=[0, 1], tensor_bytes=[1, 1], edge_tensors=[7]), "edge_tensors\\[0\\] is 7"),
+        ]
+        for kwargs, message in bad:
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaisesRegex(gopt.Error, message):
+                    gopt.Graph.from_arrays(**kwargs)
+
+    def test_empty_graph(self):
+        g = gopt.Graph.from_arrays(kinds=[], edges=np.zeros((0, 2), dtype=np.int64))
+        self.assertEqual((g.num_ops, g.num_edges), (0, 0))
+        self.assertEqual(g.edges.shape, (0, 2))
+        self.assertEqual(g.names, [])
+        r = gopt.simulate(g, "v100x2")
+        self.assertTrue(r.valid)
+        self.assertEqual(r.step_time_ms, 0.0)
+        self.assertEqual(r.busy_time_ms.tolist(), [0.0, 0.0])
+        self.assertEqual(len(gopt.place(g, "v100x2", "human").plan), 0)
+
+    def test_json_round_trip(self):
+        g = gopt.load_graph(EXAMPLE)
+        h = gopt.Graph.from_json(g.to_json())
+        self.assertEqual(h.names, g.names)
+        self.assertTrue(np.array_equal(h.edges, g.edges))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "g.json")
+            g.save(path)
+            self.assertEqual(gopt.load_graph(path).to_json(), g.to_json())
+        with self.assertRaisesRegex(gopt.Error, "from_json"):
+            gopt.Graph.from_json("{not json")
+
+
+class Clusters(unittest.TestCase):
+    def test_presets(self):
+        c = gopt.cluster("v100x8")
+        self.assertEqual((c.name, c.num_devices, len(c)), ("v100x8", 8, 8))
+        self.assertEqual(c.device_types, ["v100"] * 8)
+        self.assertEqual(c.bandwidth.shape, (8, 8))
+        # DGX-1 cube-mesh: NVLink 0-1 (25 GB/s), PCIe 0-5 (10 GB/s)
+        self.assertEqual(c.bandwidth[0, 1], 25e9)
+        self.assertEqual(c.bandwidth[0, 5], 10e9)
+        self.assertEqual(c.memory_bytes.tolist(), [16 << 30] * 8)
+        self.assertIn("v100x4", gopt.cluster_presets())
+        self.assertEqual(gopt.cluster("h100x2").peak_flops.tolist(), [51.2e12] * 2)
+
+    def test_files_and_json(self):
+        c = gopt.cluster(os.path.join(TEST_DATA, "sim", "pairs.json"))
+        self.assertEqual(c.channels, "shared")
+        self.assertEqual(c.num_devices, 4)
+        d = gopt.Cluster.from_json(c.to_json())
+        self.assertEqual(d.to_json(), c.to_json())
+        self.assertTrue(np.array_equal(d.latency, c.latency))
+
+    def test_errors(self):
+        with self.assertRaisesRegex(gopt.Error, "unknown cluster preset 'v100x'"):
+            gopt.cluster("v100x")
+        bad = os.path.join(TEST_DATA, "sim", "bad_cluster.json")
+        with self.assertRaisesRegex(gopt.Error, "bad_cluster.json: link 0 -> 1 has invalid bandwidth -1"):
+            gopt.cluster(bad)
+        with self.assertRaisesRegex(gopt.Error, "cannot open"):
+            gopt.cluster("/no/such/cluster.json")
+        with self.assertRaisesRegex(gopt.Error, "cluster must be"):
+            gopt.simulate(chain(), 4)
+
+
+class Plans(unittest.TestCase):
+    def test_arrays(self):
+        p = gopt.Plan(device=[0, 1, 1], priority=[3, 2, 1], fusion=[-1, 1, 1])
+        self.assertEqual(p.device.dtype, np.int32)
+        self.assertEqual(p.priority.dtype, np.float32)
+        self.assertEqual(p.fusion.dtype, np.int32)
+        self.assertEqual(len(p), 3)
+        with self.assertRaises(ValueError):  # read-only: a write would not change the plan
+            p.device[0] = 1
+        p.device = np.array([1, 1, 1], dtype=np.int64)
+        self.assertEqual(p.device.tolist(), [1, 1, 1])
+        p.priority = None
+        self.assertEqual(p.priority.size, 0)
+        self.assertEqual(gopt.Plan.single_device(3, 1), gopt.Plan(device=[1, 1, 1]))
+        self.assertNotEqual(gopt.Plan(device=[0]), gopt.Plan(device=[1]))
+        self.assertEqual(len(gopt.Plan()), 0)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(gopt.Error, "device must hold integers"):
+            gopt.Plan(device=[0.5, 1.0])
+        with self.assertRaisesRegex(gopt.Error, "one-dimensional"):
+            gopt.Plan(device=[[0, 1]])
+        with self.assertRaisesRegex(gopt.Error, "does not fit in int32"):
+            gopt.Plan(fusion=[1 << 40])
+        with self.assertRaisesRegex(gopt.Error, "priority must hold numbers"):
+            gopt.Plan(priority=["high"])
+
+    def test_json_and_files(self):
+        g = chain()
+        p = gopt.Plan(device=[0, 1, 1], priority=[0.5, 0.25, 0.125], fusion=[-1, 1, 1])
+        text = p.to_json(g)
+        self.assertEqual(json.loads(text)["format"], "go-plan")
+        self.assertEqual(gopt.Plan.from_json(text, g), p)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.json")
+            p.save(path, g)
+            self.assertEqual(gopt.Plan.load(path, g), p)
+        with self.assertRaisesRegex(gopt.Error, "the plan is for 3 ops but the graph has 5"):
+            gopt.Plan.from_json(text, chain(5))
+        with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 3 ops"):
+            gopt.Plan(device=[0, 1]).to_json(g)
+        self.assertEqual(p.check(g, gopt.cluster("v100x2")), "")
+        self.assertIn("cluster has 1 device", p.check(g, gopt.cluster("v100x1")))
+
+    def test_expert_split(self):
+        root = os.path.join(DATA, "real-data", "msr-fiddle-dnn-partitioning")
+        g = gopt.load_graph(os.path.join(root, "throughput-inputs", "LayerGraphs", "gnmt_training.json"))
+        p = gopt.Plan.load(os.path.join(root, "human-experts", "gnmt_training_expert.json"), g)
+        self.assertEqual(len(p), g.num_ops)
+        self.assertEqual(gopt.place(g, "v100x6", "human").plan.device.tolist(), p.device.tolist())
+
+
+class Simulate(unittest.TestCase):
+    def test_default_plan(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        a = gopt.simulate(g, "v100x2")
+        b = gopt.simulate(g, gopt.cluster("v100x2"), gopt.Plan.single_device(g.num_ops))
+        self.assertEqual(a.to_dict(), b.to_dict())
+        self.assertTrue(a.valid)
+        self.assertEqual(a.status, "ok")
+        self.assertEqual(a.reason, "")
+        self.assertIsNone(a.trace)
+        self.assertEqual(a.busy_time_ms[1], 0.0)
+        self.assertAlmostEqual(a.busy_time_ms[0], a.step_time_ms, places=9)  # one device, no transfers
+        self.assertEqual(a.transfers, 0)
+        self.assertEqual(a.peak_memory_bytes.dtype, np.int64)
+
+    def test_two_devices_move_bytes(self):
+        g = chain(4)
+        r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1, 1]))
+        self.assertEqual(r.transfers, 1)
+        self.assertEqual(r.transfer_bytes, 4 << 20)
+        self.assertGreater(r.busy_time_ms[1], 0)
+        # the step is the two devices' work plus one transfer of 4 MiB over NVLink (25 GB/s, 20 us)
+        self.assertAlmostEqual(r.step_time_ms, r.busy_time_ms.sum() + 0.02 + (4 << 20) / 25e9 * 1e3, places=6)
+
+    def test_invalid_plans_are_results(self):
+        g = chain()
+        r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 2, 0]))
+        self.assertFalse(r.valid)
+        self.assertEqual(r.status, "bad_device")
+        self.assertIn("is placed on device 2 but the cluster has 2 device(s)", r.reason)
+        self.assertEqual(r.step_time_ms, math.inf)
+        huge = gopt.Graph.from_arrays(kinds=["input", "matmul"], edges=[[0, 1]], param_bytes=[0, 20 << 30])
+        r = gopt.simulate(huge, "v100x1")
+        self.assertFalse(r.valid)
+        self.assertEqual(r.status, "out_of_memory")
+        self.assertIn("out of memory on device 0", r.reason)
+        self.assertTrue(gopt.simulate(huge, "a100x1").valid)  # 40 GB fits
+
+    def test_wrong_plan_length_raises(self):
+        g = chain()
+        with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 3 ops"):
+            gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 1]))
+        with self.assertRaisesRegex(gopt.Error, "plan has 1 fusion entries"):
+            gopt.simulate(g, "v100x2", gopt.Plan(fusion=[0]))
+        with self.assertRaisesRegex(gopt.Error, "plan must be a gopt.Plan"):
+            gopt.simulate(g, "v100x2", [0, 1, 0])
+
+    def test_trace(self):
+        g = chain()
+        r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1]), trace=True)
+        t = json.loads(r.trace)
+        names = {e.get("name") for e in t["traceEvents"]}
+        self.assertIn("op1", names)
+        self.assertIn("op2", names)
+        self.assertIn("memory gpu1", {e.get("name") for e in t["traceEvents"] if e.get("ph") == "C"} | names)
+        self.assertIsNone(gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1])).trace)
+
+    def test_colocation_option(self):
+        g = gopt.Graph.from_arrays(kinds=["input", "relu", "relu"], edges=[[0, 1], [1, 2]], colocation=[-1, 7, 7])
+        p = gopt.Plan(device=[0, 0, 1])
+        self.assertEqual(gopt.simulate(g, "v100x2", p).status, "colocation_split")
+        self.assertTrue(gopt.simulate(g, "v100x2", p, check_colocation=False).valid)
+
+    def test_fusion_rules_option(self):
+        # two library kernels (matmuls) never share a kernel (go/graph/fusion_rules.hpp)
+        g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul"], edges=[[0, 1], [1, 2]], flops=[0, 1e9, 1e9],
+                                   output_bytes=[4 << 20] * 3)
+        p = gopt.Plan(device=[0, 0, 0], fusion=[-1, 1, 1])
+        r = gopt.simulate(g, "v100x1", p)
+        self.assertFalse(r.valid)
+        self.assertEqual(r.status, "fusion_illegal")
+        self.assertTrue(gopt.simulate(g, "v100x1", p, check_fusion_rules=False).valid)
+        self.assertNotEqual(p.check(g, gopt.cluster("v100x1")), "")
+        self.assertEqual(p.check(g, gopt.cluster("v100x1"), check_fusion_rules=False), "")
+
+    def test_threads_share_a_graph(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        plans = [gopt.place(g, "v100x2", m).plan for m in ("default", "human", "m-etf")]
+        want = [gopt.simulate(g, "v100x2", p).to_dict() for p in plans]
+        got, errors = {}, []
+
+        def run(k):
+            try:
+                for i in range(20):
+                    got[(k, i)] = gopt.simulate(g, "v100x2", plans[(k + i) % 3]).to_dict()
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for (k, i), d in got.items():
+            self.assertEqual(d, want[(k + i) % 3])
+
+
+class Place(unittest.TestCase):
+    ALL = ["default", "human", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal", "go", "go-zero-shot"]
+
+    def test_registry(self):
+        self.assertEqual(sorted(gopt.methods()), sorted(self.ALL))
+        self.assertEqual(set(gopt.describe_methods()), set(self.ALL))
+        self.assertTrue(os.path.isfile(gopt.default_policy()))
+
+    def test_every_method(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        c = gopt.cluster("v100x2")
+        for m in gopt.methods():
+            with self.subTest(method=m):
+                r = gopt.place(g, c, m, budget=32, finetune=1)
+                self.assertEqual(r.method, m)
+                self.assertTrue(r.valid, r.reason)
+                self.assertEqual(len(r.plan), g.num_ops)
+                self.assertEqual(r.plan.check(g, c), "")
+                self.assertEqual(gopt.simulate(g, c, r.plan).step_time_ms, r.step_time_ms)
+                self.assertEqual(r.peak_memory_bytes.shape, (2,))
+        self.assertIn("anchor", gopt.place(g, c, "go-zero-shot").note)
+
+    def test_seeds(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        a = gopt.place(g, "v100x2", "anneal", seed=5, budget=40)
+        b = gopt.place(g, "v100x2", "anneal", seed=5, budget=40)
+        self.assertEqual(a.plan, b.plan)
+        self.assertEqual(a.step_time_ms, b.step_time_ms)
+        self.assertEqual(a.simulations, 40)
+
+    def test_fusion_option(self):
+        g = gopt.load_graph(RESNET18)
+        r = gopt.place(g, "v100x1", "default", fusion="xla")
+        self.assertEqual(len(r.plan.fusion), g.num_ops)
+        self.assertLess(r.step_time_ms, gopt.place(g, "v100x1", "default").step_time_ms)
+
+    def test_errors(self):
+        g = chain()
+        with self.assertRaisesRegex(gopt.Error, "unknown method 'nosuch' \\(known: default, human"):
+            gopt.place(g, "v100x2", "nosuch")
+        with self.assertRaisesRegex(gopt.Error, "fusion"):
+            gopt.place(g, "v100x2", "default", fusion="all")
+        with self.assertRaisesRegex(gopt.Error, "policy file '/no/policy.ckpt' not found"):
+            gopt.place(g, "v100x2", "go-zero-shot", policy="/no/policy.ckpt")
+        with self.assertRaisesRegex(gopt.Error, "handles at most"):
+            gopt.place(g, "v100x16", "go-zero-shot")
+
+
+class Train(unittest.TestCase):
+    def test_callback_and_result(self):
+        seen = []
+        res = gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=seen.append)
+        self.assertEqual(res.updates_done, 2)
+        self.assertEqual([s["update"] for s in seen], [1, 2])
+        self.assertEqual(seen, res.history)
+        self.assertEqual(seen[0]["samples"], 4)
+        for key in ("lr", "mean_reward", "best_step_time_ms", "entropy", "approx_kl", "grad_norm"):
+            self.assertIn(key, seen[0])
+        (task,) = res.tasks
+        self.assertEqual(task.cluster, "v100x2")
+        self.assertEqual(task.samples, 8)
+        self.assertIsNotNone(task.best_plan)
+        self.assertEqual(task.best_step_time_ms, seen[-1]["best_step_time_ms"])
+        self.assertEqual(gopt.simulate(task.graph, "v100x2", task.best_plan).step_time_ms, task.best_step_time_ms)
+
+    def test_stop_and_raise(self):
+        res = gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: False)
+        self.assertEqual(res.updates_done, 1)
+        with tempfile.TemporaryDirectory() as d:
+            ckpt = os.path.join(d, "run.ckpt")
+
+            def boom(stats):
+                raise ValueError("stop at update %d" % stats["update"])
+
+            with self.assertRaisesRegex(ValueError, "stop at update 1"):
+                gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=boom, checkpoint=ckpt)
+            self.assertTrue(os.path.isfile(ckpt))  # written on the way out
+
+    def test_resume_is_exact(self):
+        with tempfile.TemporaryDirectory() as d:
+            whole = gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, updates=3, checkpoint=os.path.join(d, "a.ckpt"))
+            part = os.path.join(d, "b.ckpt")
+            first = gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, updates=3, checkpoint=part,
+                               callback=lambda s: s["update"] < 2)
+            self.assertEqual(first.updates_done, 2)
+            rest = gopt.train(EXAMPLE, "v100x2", checkpoint=part, resume=True)
+            self.assertEqual(rest.updates_done, 3)
+            self.assertEqual([s["update"] for s in rest.history], [3])
+            drop = ("seconds", "samples_per_second")
+            strip = lambda s: {k: v for k, v in s.items() if k not in drop}
+            self.assertEqual(strip(rest.history[0]), strip(whole.history[2]))
+            self.assertEqual(rest.tasks[0].best_plan, whole.tasks[0].best_plan)
+            with self.assertRaisesRegex(gopt.Error, "pass config=None"):
+                gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, checkpoint=part, resume=True)
+
+    def test_config_file_graphs_and_clusters(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "cfg.json")
+            with open(cfg, "w") as f:
+                json.dump(TINY_CONFIG, f)
+            g = gopt.load_graph(EXAMPLE)
+            res = gopt.train([g, "zoo:rnnlm2:seq=2:batch=4:hidden=64:vocab=100"], ["v100x2", gopt.cluster("v100x1")],
+                             cfg, updates=1, training=True)
+            self.assertEqual([t.cluster for t in res.tasks], ["v100x2", "v100x1"] * 2)
+            self.assertTrue(all(t.graph.training for t in res.tasks))
+
+    def test_errors(self):
+        with self.assertRaisesRegex(gopt.Error, "\"samples\" is 1"):
+            gopt.train(EXAMPLE, "v100x2", dict(TINY_CONFIG, samples=1))
+        with self.assertRaisesRegex(gopt.Error, "nosuchkey"):
+            gopt.train(EXAMPLE, "v100x2", dict(TINY_CONFIG, nosuchkey=1))
+        with self.assertRaisesRegex(gopt.Error, "cannot open"):
+            gopt.train(EXAMPLE, "v100x2", "/no/config.json")
+        with self.assertRaisesRegex(gopt.Error, "config must be"):
+            gopt.train(EXAMPLE, "v100x2", 3)
+        with self.assertRaisesRegex(gopt.Error, "callback must be callable"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=3)
+        with self.assertRaisesRegex(gopt.Error, "init_policy file not found"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, init_policy="/no/policy.ckpt")
+        with self.assertRaisesRegex(gopt.Error, "resume=True needs checkpoint"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, resume=True)
+        with self.assertRaisesRegex(gopt.Error, "no graphs"):
+            gopt.train([], "v100x2", TINY_CONFIG)
+
+
+@unittest.skipUnless(CLI and os.access(CLI, os.X_OK), "GOPT_CLI is not the gopt binary")
+class CliEquality(unittest.TestCase):
+    """The module and the gopt binary of the same build give the same numbers for the same inputs."""
+
+    def cli(self, *args):
+        out = subprocess.run([CLI, *args], check=True, capture_output=True, text=True)
+        return out.stdout
+
+    def test_info(self):
+        j = json.loads(self.cli("info", RESNET18, "--training", "--json"))
+        g = gopt.load_graph(RESNET18, training=True)
+        self.assertEqual(j["nodes"], g.num_ops)
+        self.assertEqual(j["edges"], g.num_edges)
+        self.assertAlmostEqual(j["flops"], g.flops.sum(), delta=1e-9 * j["flops"])
+
+    def test_place_and_simulate(self):
+        g = gopt.load_graph(RESNET18, training=True)
+        with tempfile.TemporaryDirectory() as d:
+            for m, extra in (("default", []), ("human", []), ("metis", ["--seed", "3"]), ("heft", []),
+                             ("m-etf", ["--fusion", "xla"]), ("m-sct", []), ("random", ["--budget", "30"]),
+                             ("anneal", ["--budget", "30", "--seed", "2"]), ("go-zero-shot", []),
+                             ("go", ["--finetune", "1"])):
+                with self.subTest(method=m):
+                    out = os.path.join(d, m + ".json")
+                    j = json.loads(self.cli("place", RESNET18, "--training", "--cluster", "v100x4", "--method", m,
+                                            "--json", "--out", out, *extra))
+                    opts = dict(zip([a.lstrip("-") for a in extra[::2]], extra[1::2]))
+                    r = gopt.place(g, "v100x4", m, seed=int(opts.get("seed", 0)), budget=int(opts.get("budget", 1000)),
+                                   fusion=opts.get("fusion", "none"), finetune=int(opts.get("finetune", -1)))
+                    self.assertEqual(r.step_time_ms, j["step_time_ms"])
+                    self.assertEqual(r.valid, j["valid"])
+                    self.assertEqual(r.simulations, j["simulations"])
+                    self.assertEqual(r.note, j.get("note", ""))
+                    self.assertEqual(r.peak_memory_bytes.tolist(), j["peak_memory_bytes"])
+                    self.assertEqual(r.plan, gopt.Plan.load(out, g))
+                    # and the CLI simulates the Python plan to the same numbers
+                    r.plan.save(out, g)
+                    s = json.loads(self.cli("simulate", RESNET18, "--training", "--cluster", "v100x4", "--plan", out,
+                                            "--json"))
+                    mine = gopt.simulate(g, "v100x4", r.plan).to_dict()
+                    for k in ("step_time_ms", "valid", "status", "busy_time_ms", "peak_memory_bytes",
+                              "resident_memory_bytes", "transfer_bytes", "transfers", "kernel_launches", "units",
+                              "memory_traffic_bytes"):
+                        self.assertEqual(mine[k], s[k], k)
+
+    def test_train(self):
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "cfg.json")
+            with open(cfg, "w") as f:
+                json.dump(TINY_CONFIG, f)
+            self.cli("train", "--graphs", EXAMPLE, "--cluster", "v100x2", "--config", cfg, "--out",
+                     os.path.join(d, "cli.ckpt"), "--metrics", os.path.join(d, "cli.csv"), "--quiet")
+            gopt.train(EXAMPLE, "v100x2", cfg, checkpoint=os.path.join(d, "py.ckpt"), metrics=os.path.join(d, "py.csv"))
+
+            def rows(path):  # the metrics without the wall-clock columns
+                with open(path) as f:
+                    lines = [l.strip().split(",") for l in f if l.strip()]
+                keep = [i for i, h in enumerate(lines[0]) if h not in ("seconds", "samples_per_second")]
+                return [[l[i] for i in keep] for l in lines]
+
+            self.assertEqual(len(rows(os.path.join(d, "cli.csv"))), 3)
+            self.assertEqual(rows(os.path.join(d, "py.csv")), rows(os.path.join(d, "cli.csv")))
+            with open(os.path.join(d, "cli.ckpt"), "rb") as a, open(os.path.join(d, "py.ckpt"), "rb") as b:
+                self.assertEqual(a.read(), b.read())  # the same weights, Adam state and config
+
+
+if __name__ == "__main__":
+    unittest.main()
