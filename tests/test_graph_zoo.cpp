@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,9 @@
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
 #include "go/graph/zoo.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -68,6 +72,7 @@ struct Range {
 constexpr Range kRanges[] = {
     {"rnnlm2", 1000, 1400, 2200, 2800},
     {"rnnlm4", 2000, 2600, 4400, 5500},
+    {"rnnlm8", 4000, 5200, 8800, 11000},
     {"gnmt2", 5000, 6500, 11000, 14500},
     {"gnmt4", 9000, 12000, 20000, 26000},
     {"gnmt8", 17000, 23000, 40000, 100000},
@@ -194,6 +199,21 @@ TEST_CASE("zoo: the recurrent, attention and WaveNet generators follow their arc
     CHECK(reads(g, "lstm1/t5/concat", "lstm1/t4/hidden"));
     CHECK(reads(g, "lstm1/t5/dropout", "lstm0/t5/hidden"));
     CHECK_FALSE(g.find("lstm2/kernel").has_value());
+  }
+  SECTION("rnnlm8: eight layers of rnnlm2/rnnlm4's size; every layer adds the same ops") {
+    const go::OpGraph& g = built("rnnlm8").fwd;
+    const go::OpGraph& g4 = built("rnnlm4").fwd;
+    CHECK(g.op(id_of(g, "lstm7/kernel")).param_bytes == g4.op(id_of(g4, "lstm3/kernel")).param_bytes);
+    CHECK(g.op(id_of(g, "lstm7/bias")).param_bytes == g4.op(id_of(g4, "lstm3/bias")).param_bytes);
+    CHECK(reads(g, "lstm7/t5/dropout", "lstm6/t5/hidden"));
+    CHECK(reads(g, "softmax/stack", "lstm7/t0/hidden"));
+    CHECK_FALSE(g.find("lstm8/kernel").has_value());
+    // rnnlm2 -> rnnlm4 adds two layers, rnnlm4 -> rnnlm8 four: twice the ops, forward and training
+    for (bool training : {false, true}) {
+      INFO((training ? "training" : "forward"));
+      auto ops = [&](const char* n) { return training ? built(n).train.num_ops() : built(n).fwd.num_ops(); };
+      CHECK(ops("rnnlm8") - ops("rnnlm4") == 2 * (ops("rnnlm4") - ops("rnnlm2")));
+    }
   }
   SECTION("gnmt: bidirectional bottom layer, residuals from layer 2, attention context into every layer") {
     const go::OpGraph& g = built("gnmt8").fwd;
@@ -436,6 +456,15 @@ TEST_CASE("zoo: human-expert placements follow the literature's rules", "[graph]
     CHECK(dev(rn, r2, "lstm2/t7/gates") == 0);
     CHECK(dev(rn, r2, "embedding/lookup") == 0);
     CHECK(dev(rn, go::zoo_human_placement(rn, 8), "softmax/logits") == 4);
+    const go::OpGraph& r8 = built("rnnlm8").train;
+    const auto r8x8 = go::zoo_human_placement(r8, 8), r8x4 = go::zoo_human_placement(r8, 4);
+    for (int l = 0; l < 8; ++l) CHECK(dev(r8, r8x8, "lstm" + std::to_string(l) + "/t9/gates") == l);
+    CHECK(dev(r8, r8x8, "softmax/logits") == 7);  // L - 1 when L >= k
+    CHECK(dev(r8, r8x8, "lstm6/kernel/update") == 6);
+    CHECK(dev(r8, r8x4, "lstm5/t9/gates") == 1);
+    CHECK(dev(r8, r8x4, "lstm5/t9/gates/grad") == 1);
+    CHECK(dev(r8, r8x4, "softmax/logits") == 3);
+    CHECK(dev(r8, go::zoo_human_placement(r8, 2), "lstm7/t0/cell") == 1);
     const go::OpGraph& tx = built("transformer_xl8").fwd;
     const auto t4 = go::zoo_human_placement(tx, 4), t2 = go::zoo_human_placement(tx, 2);
     CHECK(dev(tx, t4, "layer1/seg7/qkv") == 0);  // contiguous blocks of 2 layers
@@ -481,6 +510,23 @@ TEST_CASE("zoo: human-expert placements follow the literature's rules", "[graph]
     CHECK_THROWS_WITH(go::zoo_human_placement(other, 2),
                       Contains("resnet.onnx") && Contains("not a zoo workload") && Contains("default_human_placement"));
   }
+}
+
+TEST_CASE("zoo: rnnlm8's training graph runs on v100x8 under its human placement", "[graph][zoo][placement][sim]") {
+  // one layer per device: the plan fits the 16 GB V100s and every device computes
+  const go::OpGraph& t = built("rnnlm8").train;
+  const go::Cluster c = go::cluster_preset("v100x8");
+  go::Plan plan;
+  plan.device = go::zoo_human_placement(t, 8);
+  CHECK(go::check_plan(t, plan, 8).empty());
+  const go::Simulator sim(t, c);
+  const go::SimResult r = sim.simulate(plan);
+  INFO(go::sim_reason(r, t, c));
+  CHECK(r.valid);
+  CHECK(std::isfinite(r.step_time));
+  CHECK(r.step_time > 0);
+  REQUIRE(r.busy_time.size() == 8);
+  CHECK(std::all_of(r.busy_time.begin(), r.busy_time.end(), [](double b) { return b > 0; }));
 }
 
 TEST_CASE("zoo: the generic placement cuts the graph by depth into balanced blocks", "[graph][zoo][placement]") {

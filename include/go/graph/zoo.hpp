@@ -2,7 +2,7 @@
 // The workload zoo: the paper's workloads (GO, Zhou et al. 2020, and the device-placement work
 // before it) as op-level dataflow graphs, named `zoo:<name>`:
 //
-//   rnnlm2  rnnlm4                       L-layer LSTM language model, unrolled over time
+//   rnnlm2  rnnlm4  rnnlm8               L-layer LSTM language model, unrolled over time
 //   gnmt2   gnmt4   gnmt8                GNMT: bidirectional + residual LSTM encoder, attention decoder
 //   transformer_xl2/4/8                  Transformer-XL: relative attention over segments + memory
 //   inception_v3                         Inception-v3 (torchvision layout), conv + batchnorm + relu

@@ -32,8 +32,9 @@ struct ZooOptions {
 };
 
 inline std::vector<std::string> zoo_names() {
-  return {"rnnlm2",          "rnnlm4",          "gnmt2",        "gnmt4",     "gnmt8",    "transformer_xl2",
-          "transformer_xl4", "transformer_xl8", "inception_v3", "amoebanet", "wavenet2", "wavenet4"};
+  return {"rnnlm2",          "rnnlm4",          "rnnlm8",          "gnmt2",     "gnmt4",    "gnmt8",
+          "transformer_xl2", "transformer_xl4", "transformer_xl8", "inception_v3", "amoebanet", "wavenet2",
+          "wavenet4"};
 }
 
 namespace detail::zoo {
@@ -54,6 +55,7 @@ inline std::optional<NameInfo> parse_name(std::string_view name) {
   static constexpr Entry kTable[] = {
       {"rnnlm2", Family::rnnlm, 2},
       {"rnnlm4", Family::rnnlm, 4},
+      {"rnnlm8", Family::rnnlm, 8},
       {"gnmt2", Family::gnmt, 2},
       {"gnmt4", Family::gnmt, 4},
       {"gnmt8", Family::gnmt, 8},
