@@ -60,12 +60,16 @@ struct Hand {
   OpGraph build() { return b.build(); }
 };
 
-// The whole-group verdict on `members` (any order).
+// The whole-group verdict on `members` (any order): rules 1-4, then 5.
 FusionProblem check(const OpGraph& g, std::vector<OpId> members) {
   std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
   auto in = [&](OpId u) { return std::find(members.begin(), members.end(), u) != members.end(); };
   const auto traits = go::fusion_traits(g);
-  return go::check_fusion_group(go::fusion_view(g, traits), members, in);
+  const auto view = go::fusion_view(g, traits);
+  if (FusionProblem p = go::check_fusion_group(view, members, in)) return p;
+  if (members.size() < 2) return {};
+  std::vector<std::uint32_t> stamp(static_cast<std::size_t>(g.num_tensors()), 0);
+  return go::fusion_operand_budget(go::fusion_operands(view, members, in, stamp.data(), 1u), members[0]);
 }
 
 // Builds `members` into one group by FusionGroups merges (each member, in topological order, with
@@ -221,6 +225,68 @@ TEST_CASE("fusion rules: loop fusion takes any number of computed inputs, a redu
   CHECK_FALSE(check(g, {a, res}));
   CHECK(go::check_plan(g, fused(g, {{a, res}}), 1) ==
         "fusion group 1 is not convex: a path leaves it and re-enters it through op 'c' (id 2)");
+}
+
+TEST_CASE("fusion rules: a group reads and writes at most 96 tensors outside it", "[fusion]") {
+  // s_i = s_(i-1) + relu(x_i), i = 1..99 (s_0 = relu(x_0)), then out = relu(s_99). The group of
+  // r_0 ... r_k and s_1 ... s_k reads x_0 ... x_k and writes s_k (read by s_(k+1)): k + 2 tensors.
+  Hand h;
+  std::vector<OpId> r, sum;
+  for (int i = 0; i < 100; ++i) {
+    r.push_back(h.op("r" + std::to_string(i), OpKind::relu, {h.op("x" + std::to_string(i), OpKind::input)}));
+    sum.push_back(i == 0 ? r[0] : h.op("s" + std::to_string(i), OpKind::add, {sum.back(), r.back()}));
+  }
+  h.op("out", OpKind::relu, {sum.back()});
+  const OpGraph g = h.build();
+  auto group = [&](int k) {
+    std::vector<OpId> m;
+    for (int i = 0; i <= k; ++i) m.push_back(r[static_cast<std::size_t>(i)]);
+    for (int i = 1; i <= k; ++i) m.push_back(sum[static_cast<std::size_t>(i)]);
+    return m;
+  };
+  const auto traits = go::fusion_traits(g);
+  std::vector<std::uint32_t> stamp(static_cast<std::size_t>(g.num_tensors()), 0);
+  std::uint32_t tag = 0;
+  auto count = [&](const std::vector<OpId>& m) {
+    return go::fusion_operands(go::fusion_view(g, traits), m, [&](OpId u) { return std::count(m.begin(), m.end(), u) > 0; },
+                               stamp.data(), ++tag);
+  };
+  CHECK(count(group(94)) == 96);
+  CHECK(count(group(95)) == 97);
+  CHECK_FALSE(go::fusion_operand_budget(count(group(94)), r[0]));
+  CHECK(go::fusion_operand_budget(count(group(95)), r[0]).rule == FusionRule::too_many_operands);
+  // FusionGroups stops there (merging in topological order, exact counts only near the budget)
+  FusionRule refused = FusionRule::ok;
+  FusionGroups fg(g);
+  for (int i = 1; i < 100 && refused == FusionRule::ok; ++i)
+    for (OpId u : {sum[static_cast<std::size_t>(i) - 1], r[static_cast<std::size_t>(i)]})
+      if (fg.merge(u, sum[static_cast<std::size_t>(i)]) == FusionGroups::Merge::refused_rule) {
+        refused = fg.last_problem().rule;
+        break;
+      }
+  CHECK(refused == FusionRule::too_many_operands);
+  CHECK(fg.size(r[0]) == 95 + 94);  // r_0 ... r_94, s_1 ... s_94
+  // the simulator and check_plan say the same
+  const go::Plan p = fused(g, {group(95)});
+  const std::string why = "fusion group " + std::to_string(r[0]) +
+                          " is not a kernel a compiler builds: it reads and writes more than 96 tensors outside it (a "
+                          "fused kernel's operands and outputs; its first op is relu op 'r0' (id 1))";
+  CHECK(go::check_plan(g, p, 1) == why);
+  const go::Simulator sim(g, go::cluster_preset("v100x1"));
+  const go::SimResult res = sim.simulate(p);
+  CHECK(res.status == go::SimStatus::fusion_illegal);
+  CHECK(res.fusion_rule == FusionRule::too_many_operands);
+  CHECK(go::sim_reason(res, g, sim.cluster()) == why);
+  CHECK(sim.simulate(fused(g, {group(94)})).valid);
+  // the XLA-like heuristic fuses up to the budget, then starts a new group
+  go::Plan x = go::Plan::single_device(g.num_ops());
+  REQUIRE(go::apply_xla_fusion(g, x) >= 2);
+  CHECK(go::check_plan(g, x, 1).empty());
+  const std::int32_t first = x.fusion[static_cast<std::size_t>(r[0])];
+  CHECK(first == r[0]);
+  CHECK(x.fusion[static_cast<std::size_t>(sum[94])] == first);
+  CHECK(x.fusion[static_cast<std::size_t>(r[94])] == first);
+  CHECK(x.fusion[static_cast<std::size_t>(sum[95])] != first);
 }
 
 TEST_CASE("fusion rules: the simulator rejects an illegal group with the reason check_plan gives", "[fusion][sim]") {

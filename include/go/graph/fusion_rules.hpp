@@ -38,10 +38,16 @@
 //      a. at most one reduction: a reduction is the root of XLA's input fusion; fusing sibling
 //         reductions is XLA's multi-output fusion, not modelled                    (two_reductions)
 //      b. no member reads a reduction of its own group: a reduction ends a fusion (reduction_consumed)
+//   5. it reads and writes at most kFusionMaxOperands = 96 tensors outside it: distinct tensors its
+//      members read from other ops, plus distinct tensors of its members that other ops read (XLA
+//      GPU's kMaxOperandsAndOutputsPerFusion, checked by FusionFitsInBudget; without it a gradient
+//      sum of 96 segments' bias gradients became one 482-op kernel)         (too_many_operands)
+//      Parameters an op owns (Op::param_bytes) are not counted; outputs nobody reads are dead code.
 // Besides these, check_plan() and the simulator require a group to sit on one device and the
 // groups to keep the graph acyclic (each group convex); FusionGroups below keeps both while it
 // merges groups. Not modelled: XLA's multi-output fusion pass (sibling fusion), horizontal fusion,
-// producer duplication, fusion size limits, and fusions of a library kernel with a normalization.
+// producer duplication, its profitability heuristics, and fusions of a library kernel with a
+// normalization.
 // Control edges order ops but carry no data: they never make an epilogue read from outside.
 #include <algorithm>
 #include <cstdint>
@@ -111,6 +117,9 @@ struct FusionGraphView {
   const Offset* in_off;        // predecessors of v: [in_off[v], in_off[v + 1])
   const OpId* in_src;
   const TensorId* in_tensor;
+  const Offset* out_off;       // successors of v: [out_off[v], out_off[v + 1]) (rule 5)
+  const OpId* out_dst;
+  const TensorId* out_tensor;
 };
 
 enum class FusionRule : std::uint8_t {
@@ -124,7 +133,11 @@ enum class FusionRule : std::uint8_t {
   epilogue_detached,       // epilogue op reads nothing of its group (library kernel op2)
   two_reductions,          // op and op2 are reductions of one group
   reduction_consumed,      // reduction op is read by op2 of its group
+  too_many_operands,       // the group of op (its first op) reads and writes more than kFusionMaxOperands tensors
 };
+
+// Rule 5's budget: XLA GPU's kMaxOperandsAndOutputsPerFusion.
+inline constexpr std::int64_t kFusionMaxOperands = 96;
 
 struct FusionProblem {
   FusionRule rule = FusionRule::ok;
@@ -162,6 +175,9 @@ inline std::string fusion_problem_text(const OpGraph& g, const FusionProblem& p)
       return pre + op(p.op) + " and " + op(p.op2) + " are both reductions (one reduction per fusion; multi-output fusion is not modelled)";
     case FusionRule::reduction_consumed:
       return pre + "reduction " + op(p.op) + " is read by " + op(p.op2) + " of the same group (a reduction ends a fusion)";
+    case FusionRule::too_many_operands:
+      return pre + "it reads and writes more than " + std::to_string(kFusionMaxOperands) +
+             " tensors outside it (a fused kernel's operands and outputs; its first op is " + op(p.op) + ")";
   }
   return {};
 }
@@ -213,8 +229,9 @@ FusionProblem reduction_end(const View& g, OpId r, std::span<const OpId> readers
 
 }  // namespace detail::fusion
 
-// The first rule a group of two or more ops breaks (members in topological order; in_group(OpId)
-// says whether an op is one of them), or FusionRule::ok. O(members' edges), no allocation.
+// The first of rules 1-4 that a group of two or more ops breaks (members in topological order;
+// in_group(OpId) says whether an op is one of them), or FusionRule::ok. O(members' edges), no
+// allocation. Rule 5 needs a count over tensors: fusion_operand_budget(fusion_operands(...)).
 // (Inlined: the simulator calls it once per group of every fused plan, and a call costs as much as
 // checking a small group.)
 template <class Offset, class InGroup>
@@ -247,6 +264,36 @@ GO_FUSION_INLINE FusionProblem check_fusion_group(const FusionGraphView<Offset>&
   return df::reduction_end(g, red, members);
 }
 
+// Rule 5 for a group whose operand count (distinct tensors read from outside + distinct tensors of
+// members read outside) is `operands`; first: its first op. The simulator counts them in its cost
+// loop (they are the tensors whose bytes a fused kernel moves); fusion_operands() counts them here.
+inline FusionProblem fusion_operand_budget(std::int64_t operands, OpId first) {
+  if (operands > kFusionMaxOperands) return {FusionRule::too_many_operands, first, -1};
+  return {};
+}
+
+// Rule 5's count for members (in_group(OpId) says whether an op is one of them). stamp: scratch of
+// one entry per tensor whose entries differ from `tag` (a fresh tag per call).
+template <class View, class InGroup, class Stamp>
+std::int64_t fusion_operands(const View& g, std::span<const OpId> members, InGroup&& in_group, Stamp* stamp, Stamp tag) {
+  std::int64_t k = 0;
+  for (OpId v : members) {
+    for (auto e = g.in_off[v]; e < g.in_off[v + 1]; ++e) {
+      const TensorId t = g.in_tensor[e];
+      if (t < 0 || in_group(g.in_src[e]) || stamp[t] == tag) continue;
+      stamp[t] = tag;
+      ++k;
+    }
+    for (auto e = g.out_off[v]; e < g.out_off[v + 1]; ++e) {
+      const TensorId t = g.out_tensor[e];
+      if (t < 0 || in_group(g.out_dst[e]) || stamp[t] == tag) continue;
+      stamp[t] = tag;
+      ++k;
+    }
+  }
+  return k;
+}
+
 // The traits of every op of g (what fusion_view() points at).
 inline std::vector<FusionTraits> fusion_traits(const OpGraph& g) {
   std::vector<FusionTraits> t(static_cast<std::size_t>(g.num_ops()));
@@ -255,7 +302,8 @@ inline std::vector<FusionTraits> fusion_traits(const OpGraph& g) {
 }
 // A view of g with `traits` (fusion_traits(g), kept alive by the caller).
 inline FusionGraphView<std::int64_t> fusion_view(const OpGraph& g, const std::vector<FusionTraits>& traits) {
-  return {traits.data(), g.in_offsets().data(), g.in_ops().data(), g.in_tensors().data()};
+  return {traits.data(),        g.in_offsets().data(), g.in_ops().data(),     g.in_tensors().data(),
+          g.out_offsets().data(), g.out_ops().data(),  g.out_tensors().data()};
 }
 
 // Whether an op of this kind and role can ever be in a group with one of its producers after it
@@ -302,6 +350,8 @@ class FusionGroups {
   explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096)
       : g_(&g), budget_(search_budget), traits_(fusion_traits(g)) {
     const auto n = static_cast<std::size_t>(g.num_ops());
+    ub_.assign(n, 0);
+    tstamp_.assign(static_cast<std::size_t>(g.num_tensors()), 0);
     rep_.resize(n);
     members_.resize(n);
     minpos_.resize(n);
@@ -316,6 +366,8 @@ class FusionGroups {
       const FusionClass c = traits_class(traits_[i]);
       if (c == FusionClass::library) lib_[i] = v;
       if (c == FusionClass::reduction) red_[i] = v;
+      for (TensorId t : g.pred_tensors(v)) ub_[i] += t >= 0 ? 1 : 0;
+      for (TensorId t : g.succ_tensors(v)) ub_[i] += t >= 0 ? 1 : 0;
     }
   }
   FusionGroups(OpGraph&&, std::int64_t = 0) = delete;  // the graph must outlive the groups
@@ -338,6 +390,7 @@ class FusionGroups {
     problem_ = legal_union(A, B);
     if (problem_) return Merge::refused_rule;
     if (reaches(A, B) || reaches(B, A)) return Merge::refused_cycle;
+    const std::int64_t ub = union_ub_;
     auto& ma = own_members(A);
     auto& mb = own_members(B);
     if (ma.size() < mb.size()) {
@@ -355,6 +408,7 @@ class FusionGroups {
     grouped_end_ = std::max(grouped_end_, maxpos_[ia]);
     if (lib_[ia] < 0) lib_[ia] = lib_[ib];
     if (red_[ia] < 0) red_[ia] = red_[ib];
+    ub_[ia] = ub;
     return Merge::merged;
   }
 
@@ -387,7 +441,30 @@ class FusionGroups {
   }
 
   // The rules for the union of groups A and B, each legal on its own: only what the union adds.
-  FusionProblem legal_union(OpId A, OpId B) const {
+  // Sets union_ub_, a bound on the union's operand count (rule 5).
+  FusionProblem legal_union(OpId A, OpId B) {
+    if (FusionProblem p = legal_union_1to4(A, B)) return p;
+    // Rule 5: counted exactly only when the groups' bounds (exact counts, or edge counts, which are
+    // never smaller) could exceed the budget, so long chains cost a count now and then, not per merge.
+    union_ub_ = ub_[static_cast<std::size_t>(A)] + ub_[static_cast<std::size_t>(B)];
+    if (union_ub_ <= kFusionMaxOperands) return {};
+    const auto view = fusion_view(*g_, traits_);
+    if (++tag_ == 0) {
+      std::fill(tstamp_.begin(), tstamp_.end(), 0);
+      tag_ = 1;
+    }
+    auto in_union = [&](OpId x) {
+      const OpId r = group(x);
+      return r == A || r == B;
+    };
+    union_ub_ = fusion_operands(view, members_of(A), in_union, tstamp_.data(), tag_) +
+                fusion_operands(view, members_of(B), in_union, tstamp_.data(), tag_);
+    const OpId first =
+        g_->topo_order()[static_cast<std::size_t>(std::min(minpos_[static_cast<std::size_t>(A)], minpos_[static_cast<std::size_t>(B)]))];
+    return fusion_operand_budget(union_ub_, first);
+  }
+
+  FusionProblem legal_union_1to4(OpId A, OpId B) const {
     namespace df = detail::fusion;
     const OpGraph& g = *g_;
     const auto view = fusion_view(g, traits_);
@@ -461,6 +538,10 @@ class FusionGroups {
   std::vector<std::vector<OpId>> members_;  // per representative; empty: the op alone
   std::vector<std::int32_t> minpos_, maxpos_;
   std::vector<OpId> lib_, red_;             // per representative: its library op / reduction, or -1
+  std::vector<std::int64_t> ub_;            // per representative: a bound on its operand count (rule 5)
+  std::int64_t union_ub_ = 0;
+  std::vector<std::uint32_t> tstamp_;       // per tensor, for fusion_operands()
+  std::uint32_t tag_ = 0;
   std::vector<std::uint32_t> stamp_;
   std::uint32_t search_ = 0;
   std::int32_t grouped_end_ = -1;           // the last topological position of an op in a group of two or more

@@ -173,6 +173,7 @@ class OpGraph {
   std::span<const std::int64_t> in_offsets() const { return in_offsets_; }
   std::span<const OpId> in_ops() const { return in_ops_; }
   std::span<const TensorId> in_tensors() const { return in_tensors_; }
+  std::span<const TensorId> out_tensors() const { return out_tensors_; }
 
   // Topological order (Kahn's algorithm, ties broken by id) and each op's position in it.
   std::span<const OpId> topo_order() const { return topo_order_; }

@@ -121,12 +121,16 @@ inline std::string check_plan(const OpGraph& g, const Plan& p, std::int32_t num_
   if (check_fusion_rules) {
     const std::vector<FusionTraits> traits = fusion_traits(g);
     const auto view = fusion_view(g, traits);
+    std::vector<std::uint32_t> stamp(static_cast<std::size_t>(g.num_tensors()), 0);
+    std::uint32_t tag = 0;
     for (OpId v : g.topo_order()) {
       const OpId l = unit(v);
       const auto& mem = members[static_cast<std::size_t>(l)];
       if (l == v || mem[1] != v) continue;
-      if (const FusionProblem fp = check_fusion_group(view, mem, [&](OpId u) { return unit(u) == l; }))
-        return "fusion group " + std::to_string(p.fusion[static_cast<std::size_t>(l)]) + " " + fusion_problem_text(g, fp);
+      auto in = [&](OpId u) { return unit(u) == l; };
+      FusionProblem fp = check_fusion_group(view, mem, in);
+      if (!fp) fp = fusion_operand_budget(fusion_operands(view, mem, in, stamp.data(), ++tag), l);
+      if (fp) return "fusion group " + std::to_string(p.fusion[static_cast<std::size_t>(l)]) + " " + fusion_problem_text(g, fp);
     }
   }
   // acyclic quotient graph (Kahn over units)

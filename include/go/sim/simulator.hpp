@@ -856,7 +856,8 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     // per-group: kernels a compiler builds (groups in the order check_plan() takes them: by their
     // second op; checked here, where the group's edges are read anyway), cost, memory, pending inputs
     const bool rules = options_.check_fusion_rules;
-    const FusionGraphView<std::int32_t> view{ftraits_.data(), in_off_.data(), in_src_.data(), in_tensor_.data()};
+    const FusionGraphView<std::int32_t> view{ftraits_.data(), in_off_.data(),  in_src_.data(),    in_tensor_.data(),
+                                             out_off_.data(), out_dst_.data(), out_tensor_.data()};
     if (++ws.epoch_ == 0) {
       std::fill(ws.stamp_.begin(), ws.stamp_.end(), 0);
       ws.epoch_ = 1;
@@ -883,6 +884,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
+      std::int64_t operands = 0;  // the external tensors counted: rule 5 of the fusion rules
       double compute = 0, extra = 0;
       bool kernel = false, roof = false;
       float pr = -std::numeric_limits<float>::infinity();
@@ -895,6 +897,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
           if (t >= 0 && stamp[t] != tag) {
             stamp[t] = tag;
             ext_in += tbytes[t];
+            ++operands;
           }
         }
         for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
@@ -902,6 +905,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
           if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
           stamp[t] = tag;
           ext_out += tbytes[t];
+          ++operands;
         }
         params += param_[v];
         temp = std::max(temp, temp_[v]);
@@ -912,6 +916,13 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         roof = roof || roof_[v];
         if constexpr (kPrio) pr = std::max(pr, prio[v]);
       }
+      if (rules)
+        if (const FusionProblem fp = fusion_operand_budget(operands, L)) {
+          r.problem_group = fus[L];
+          r.problem_op = fp.op;
+          r.fusion_rule = fp.rule;
+          return fail(SimStatus::fusion_illegal);
+        }
       ext_out += sink;
       const double traffic = static_cast<double>(ext_in + ext_out + params);
       gst[g] = UnitStart{
