@@ -19,7 +19,8 @@
 //              the backward of reductions (a broadcast).
 //   reduction  forward reduce and global_pool (a ReduceMean over H, W); the loss is one.
 //
-// A group of two or more ops (Plan::fusion) is legal when (check_fusion_group(), FusionRule):
+// A group of two or more ops (Plan::fusion) is legal when (FusionRule; check_fusion_group() checks
+// 1-4, fusion_operand_budget(fusion_operands()) 5):
 //   1. no member is a source or an alone op                                          (never_fused)
 //   2. it holds at most one library op                                       (two_library_kernels)
 //   3. with a library op L (a cuDNN / cuBLASLt epilogue fusion; XLA's cudnn_fused_conv_rewriter and
@@ -44,11 +45,12 @@
 //      sum of 96 segments' bias gradients became one 482-op kernel)         (too_many_operands)
 //      Parameters an op owns (Op::param_bytes) are not counted; outputs nobody reads are dead code.
 // Besides these, check_plan() and the simulator require a group to sit on one device and the
-// groups to keep the graph acyclic (each group convex); FusionGroups below keeps both while it
-// merges groups. Not modelled: XLA's multi-output fusion pass (sibling fusion), horizontal fusion,
+// groups to keep the graph acyclic (each group convex); FusionGroups below keeps the groups legal
+// and acyclic while it merges them (devices are its caller's). Not modelled: XLA's multi-output fusion pass (sibling fusion), horizontal fusion,
 // producer duplication, its profitability heuristics, and fusions of a library kernel with a
 // normalization.
-// Control edges order ops but carry no data: they never make an epilogue read from outside.
+// Control edges order ops but carry no data: an epilogue may wait on one from outside (3d), but no
+// member may wait on its group's reduction (4b).
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -56,7 +58,6 @@
 #include <string_view>
 #include <vector>
 
-#include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
 
