@@ -21,7 +21,6 @@
 #include "go/graph/json.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
-#include "go/rl/place_go.hpp"
 #include "go/version.hpp"
 
 #ifndef GOPT_SOURCE_POLICY
@@ -643,9 +642,5 @@ scheduling and fusion with the baselines and with GO (a policy trained with PPO)
   bind_cluster(m);
   bind_plan(m);
   bind_simulate(m);
-  // GO's methods join the registry as in gopt (GO_POLICY overrides the shipped policy).
-  go::rl::register_go_methods(default_policy_path());
-  m.def("default_policy", &default_policy_path,
-        "the policy go and go-zero-shot use without policy=: $GO_POLICY, the installed one, or the source tree's");
   bind_optimize(m);
 }

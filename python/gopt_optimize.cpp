@@ -15,6 +15,7 @@
 
 #include "go/baselines/place.hpp"
 #include "go/core/file.hpp"
+#include "go/rl/place_go.hpp"
 #include "go/rl/ppo.hpp"
 #include "gopt_module.hpp"
 
@@ -215,6 +216,10 @@ PyTrainResult train(const py::object& graphs_arg, const py::object& clusters_arg
 }  // namespace
 
 void bind_optimize(py::module_& m) {
+  // GO's methods join the registry as in gopt (GO_POLICY overrides the shipped policy).
+  go::rl::register_go_methods(default_policy_path());
+  m.def("default_policy", &default_policy_path,
+        "the policy go and go-zero-shot use without policy=: $GO_POLICY, the installed one, or the source tree's");
   py::class_<PyPlaceResult>(m, "PlaceResult", "An optimizer's plan and its simulated step.")
       .def_readonly("method", &PyPlaceResult::method)
       .def_readonly("plan", &PyPlaceResult::plan)
