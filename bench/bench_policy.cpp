@@ -134,7 +134,8 @@ int dump(const std::string& dir, int argc, char** argv) {
   for (std::int64_t r = 0; r < n; ++r) {
     a.device.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(devices)));
     a.priority.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(cfg.priority_levels)));
-    a.fuse.data<std::int32_t>()[r] = pg.preds.fwd.degree(r) > 0 && rng.uniform() < 0.5f ? 1 : 0;
+    // fusion only where the policy's mask allows it (the policy refuses any other given action)
+    a.fuse.data<std::int32_t>()[r] = pg.fusion_mask.f32()[r * 2 + 1] == 0.f && rng.uniform() < 0.5f ? 1 : 0;
   }
   // Decoding the actions into a plan (fusion repair), timed on the full graph.
   const auto td = Clock::now();
@@ -149,6 +150,7 @@ int dump(const std::string& dir, int argc, char** argv) {
   go::save_tensors(dir + "/graph.params",
                    {{"kinds", pg.kinds},
                     {"numeric", pg.numeric},
+                    {"fusion_mask", pg.fusion_mask},
                     {"edge_dst", edst},
                     {"edge_src", pg.preds.fwd.col_idx},
                     {"act_device", a.device},

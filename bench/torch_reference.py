@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The GO policy network of go/policy/policy.hpp in PyTorch, for bench/policy_vs_torch.sh.
 
-Loads the inputs written by `bench_policy dump DIR` (DIR/graph.params: features, edges and
-actions in topological order; DIR/policy.params: the weights, with the config in the metadata),
+Loads the inputs written by `bench_policy dump DIR` (DIR/graph.params: features, edges, the
+fusion mask and actions in topological order; DIR/policy.params: the weights, with the config in the metadata),
 runs one warm-up step and K timed steps of forward (teacher-forced actions) + the same PPO-shaped
 loss + backward, and prints one JSON line like `bench_policy run`.
 
@@ -160,9 +160,12 @@ class TorchGoPolicy:
         zp = run(0, "placement", h)
         dev = p["placement.devices.table"][:D]
         dl = (self.dense(self.ln(zp, "placement.ln"), "placement.query") @ dev.t()) * (1.0 / math.sqrt(d))
-        zs = run(1, "priority", zp + p["placement.action.table"].index_select(0, actions["device"]))
+        # chain "hidden": the tasks read the previous task's hidden states only; "action" (policy
+        # files saved before the key existed): plus the embedding of the previous task's action
+        hidden = cfg.get("chain", "action") == "hidden"
+        zs = run(1, "priority", zp if hidden else zp + p["placement.action.table"].index_select(0, actions["device"]))
         pl = self.dense(self.ln(zs, "priority.ln"), "priority.head")
-        zf = run(2, "fusion", zs + p["priority.action.table"].index_select(0, actions["priority"]))
+        zf = run(2, "fusion", zs if hidden else zs + p["priority.action.table"].index_select(0, actions["priority"]))
         fl = self.dense(self.ln(zf, "fusion.ln"), "fusion.head") + g["fusion_mask"]
         lp = 0
         ent = 0
@@ -189,11 +192,9 @@ def main():
     n = gt["kinds"].shape[0]
     g = {"numeric": gt["numeric"], "kinds": gt["kinds"].long(), "dst": gt["edge_dst"].long(),
          "src": gt["edge_src"].long()}
-    has_pred = torch.zeros(n, dtype=torch.bool)
-    has_pred[g["dst"]] = True
-    fm = torch.zeros(n, 2)
-    fm[~has_pred, 1] = -1e9
-    g["fusion_mask"] = fm
+    # the policy's fusion mask as go computed it (rows without a predecessor or of a kind that no
+    # compiler fuses into a producer): the rule lives in one place, go/policy/features.hpp
+    g["fusion_mask"] = gt["fusion_mask"]
     actions = {"device": gt["act_device"].long(), "priority": gt["act_priority"].long(), "fuse": gt["act_fuse"].long()}
     D = int(meta["num_devices"])
     net = TorchGoPolicy(params, cfg)

@@ -182,6 +182,8 @@ TEST_CASE("GoPolicy: finite-difference gradient of the whole network", "[policy]
     pg.set_anchor(dev, pri, fuse);
   }
   PolicyConfig cfg = small_config();
+  cfg.chain = GENERATE(as<std::string>{}, "hidden", "action");
+  INFO("chain " << cfg.chain);
   cfg.anchor_bias = 1.f;  // logits in a range where the finite differences see the softmax curve
   cfg.segment_length = 32;  // one segment: the stop-gradient memory would make finite differences
                             // see paths the gradient deliberately ignores
@@ -235,6 +237,106 @@ TEST_CASE("GoPolicy: finite-difference gradient of the whole network", "[policy]
   CHECK(std::sqrt(diff2) <= 2e-2 * std::sqrt(num2));
   CHECK(bad <= checked / 50);  // a step can cross a relu / max kink
   CHECK(checked > 100);
+}
+
+TEST_CASE("GoPolicy: one shared pass gives every sample's outputs, losses and gradients", "[policy]") {
+  const std::string chain = GENERATE(as<std::string>{}, "hidden", "action");
+  INFO("chain " << chain);
+  const OpGraph g = random_op_graph(70, 12);
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.chain = chain;
+  GoPolicy net(cfg);
+  for (auto& [name, p] : net.named_parameters()) {  // away from the near-uniform initial heads
+    Rng r(std::hash<std::string>{}(name));
+    float* x = p.value().f32();
+    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
+  }
+  const int K = 5, D = 3;
+  std::vector<Rng> rngs, single_rngs;
+  for (int k = 0; k < K; ++k) rngs.push_back(Rng(7).fork(static_cast<std::uint64_t>(k)));
+  single_rngs = rngs;
+  std::vector<PolicyOutput> outs;
+  {
+    NoGradGuard ng;
+    outs = net.forward_many(pg, D, Decode::sample, K, nullptr, &rngs);
+  }
+  REQUIRE(outs.size() == static_cast<std::size_t>(K));
+  // what is shared is computed once: the outputs hold the same Variables
+  CHECK(outs[0].device_logits.id() == outs[K - 1].device_logits.id());
+  CHECK(outs[0].value.id() == outs[K - 1].value.id());
+  CHECK((outs[0].priority_logits.id() == outs[K - 1].priority_logits.id()) == (chain == "hidden"));
+  int distinct = 0;
+  for (int k = 0; k < K; ++k) {
+    NoGradGuard ng;
+    const PolicyOutput one = net.forward(pg, D, Decode::sample, nullptr, &single_rngs[static_cast<std::size_t>(k)]);
+    CHECK(bit_equal(one.actions.device, outs[k].actions.device));
+    CHECK(bit_equal(one.actions.priority, outs[k].actions.priority));
+    CHECK(bit_equal(one.actions.fuse, outs[k].actions.fuse));
+    CHECK(bit_equal(one.log_prob.value(), outs[k].log_prob.value()));
+    CHECK(bit_equal(one.entropy.value(), outs[k].entropy.value()));
+    CHECK(bit_equal(one.value.value(), outs[k].value.value()));
+    distinct += k > 0 && !bit_equal(outs[k].actions.device, outs[0].actions.device) ? 1 : 0;
+  }
+  CHECK(distinct == K - 1);  // the samples differ, so the test compares K different decisions
+  if (chain == "hidden") {
+    const Actions gr = net.greedy_actions(outs[2]);
+    NoGradGuard ng;
+    const PolicyOutput greedy = net.forward(pg, D, Decode::greedy);
+    CHECK(bit_equal(gr.device, greedy.actions.device));
+    CHECK(bit_equal(gr.priority, greedy.actions.priority));
+    CHECK(bit_equal(gr.fuse, greedy.actions.fuse));
+  } else {
+    CHECK_THROWS_WITH(net.greedy_actions(outs[0]), Catch::Contains("chain"));
+  }
+
+  // a PPO-shaped loss per sample: backward_many over all of them against K separate passes
+  std::vector<Actions> given;
+  for (const auto& o : outs) given.push_back(o.actions);
+  std::vector<double> losses_shared(K), losses_single(K);
+  auto loss_of = [&](std::size_t k, const PolicyOutput& o) {
+    const float A = 0.5f - 0.3f * static_cast<float>(k);
+    Variable ratio = exp(o.log_prob - Variable(outs[k].log_prob.value()) * 0.9f);
+    Variable l = -mean(minimum(ratio * A, clamp(ratio, 0.8f, 1.2f) * A)) - o.entropy_mean * 0.01f +
+                 mean(square(o.value - Variable(Tensor::full(Shape{1, 1}, -1.f + 0.1f * static_cast<float>(k)))));
+    return l * 0.2f;
+  };
+  net.zero_grad();
+  net.backward_many(pg, D, given, [&](std::size_t k, const PolicyOutput& o) {
+    Variable l = loss_of(k, o);
+    losses_shared[k] = l.item();
+    return l;
+  });
+  std::vector<Tensor> shared;
+  for (auto& p : net.parameters()) shared.push_back(p.has_grad() ? p.grad().clone() : Tensor::zeros(p.shape()));
+  net.zero_grad();
+  for (int k = 0; k < K; ++k) {
+    const PolicyOutput o = net.forward(pg, D, Decode::given, &given[static_cast<std::size_t>(k)]);
+    Variable l = loss_of(static_cast<std::size_t>(k), o);
+    losses_single[static_cast<std::size_t>(k)] = l.item();
+    l.backward();
+  }
+  for (int k = 0; k < K; ++k) CHECK(losses_shared[k] == Approx(losses_single[k]).epsilon(1e-6));
+  const auto params = net.named_parameters();
+  double norm = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Variable& p = params[i].second;
+    const Tensor single = p.has_grad() ? p.grad() : Tensor::zeros(p.shape());
+    go::test::require_close(shared[i], single, 1e-4, 1e-6, params[i].first);
+    for (std::int64_t j = 0; j < single.numel(); ++j) norm += static_cast<double>(single.f32()[j]) * single.f32()[j];
+  }
+  CHECK(norm > 1e-6);
+}
+
+TEST_CASE("GoPolicy: configs saved before \"chain\" existed load as chain action", "[policy]") {
+  nlohmann::json j = small_config().to_json();
+  j.erase("chain");
+  CHECK(PolicyConfig::from_json(j).chain == "hidden");  // a new config gets the default
+  CHECK(PolicyConfig::from_json(PolicyConfig::legacy_policy_json(j)).chain == "action");
+  j["chain"] = "hidden";
+  CHECK(PolicyConfig::from_json(PolicyConfig::legacy_policy_json(j)).chain == "hidden");
+  j["chain"] = "both";
+  CHECK_THROWS_WITH(PolicyConfig::from_json(j), Catch::Contains("\"chain\" is 'both', expected hidden or action"));
 }
 
 TEST_CASE("GoPolicy: with a memory covering the graph, the segment length does not change the output",

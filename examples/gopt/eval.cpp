@@ -182,11 +182,13 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
   cmd->add_option("--methods", opts->methods, "comma-separated methods (" + go::place_method_list() + ")")->required();
   cmd->add_flag("--training", opts->training, "expand every graph to its training graph first");
-  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
-  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)");
+  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
+  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
+      ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, "none | xla (default none)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: the method's)");
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: the method's)")
+      ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");

@@ -32,6 +32,25 @@ inline std::string human_bytes(double b) {
   return buf;
 }
 
+// A count option (updates, seed, budget, ...) must be a whole number >= 0 (>= 1 with min 1):
+// CLI11 then reports "--updates: must be a whole number >= 0, got -1" and exits non-zero.
+inline CLI::Validator count_at_least(long long min = 0) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        std::size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size() || v < min)
+          return "must be a whole number >= " + std::to_string(min) + ", got " + s;
+        return "";
+      },
+      min == 0 ? "COUNT>=0" : "COUNT>=" + std::to_string(min));
+}
+
 // Runs the body of `gopt <command>`: bad input (go::Error, malformed JSON) or exhausted host memory
 // becomes one line "gopt <command>: <what>" on stderr and exit status 1.
 template <class F>

@@ -87,11 +87,12 @@ void add_place_command(CLI::App& app) {
       ->required();
   cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
   cmd->add_option("--method", opts->method, "optimizer:" + methods)->required();
-  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)");
-  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)");
+  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
+  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)");
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)")
+      ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");

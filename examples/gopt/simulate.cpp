@@ -142,7 +142,8 @@ void add_simulate_command(CLI::App& app) {
                   "default: every op on device 0, first-ready scheduling, no fusion");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step");
-  cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second");
+  cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second")
+      ->check(count_at_least(1));
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {

@@ -4,6 +4,8 @@
 // metrics, the plan and the progress lines. Without a launcher MPI is not initialized at all.
 #include "train.hpp"
 
+#include "format.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -205,7 +207,7 @@ void add_train_command(CLI::App& app) {
       ->required()
       ->delimiter(',');
   cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)");
-  cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)");
+  cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)")->check(count_at_least());
   cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)");
   cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
   cmd->add_option("--init-policy", o->init_policy,
@@ -215,11 +217,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)");
   cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");
   cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");
-  cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")");
-  cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)");
+  cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")")->check(count_at_least());
+  cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)")
+      ->check(count_at_least());
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")
+      ->check(count_at_least())
       ->group("");
   cmd->callback([o]() {
 #if defined(GO_HAVE_MPI)

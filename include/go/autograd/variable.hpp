@@ -191,4 +191,17 @@ inline void Variable::backward(const Tensor& seed, bool retain_graph) {
   }
 }
 
+// Backward from several outputs at once, each with its own seed gradient: one pass over the
+// union of their histories, each node's backward run once with every root's contribution summed.
+inline void backward_seeded(const std::vector<Variable>& roots, const std::vector<Tensor>& seeds) {
+  GO_CHECK(roots.size() == seeds.size(), "backward_seeded: ", roots.size(), " roots but ", seeds.size(), " seeds");
+  for (std::size_t i = 0; i < roots.size(); ++i)
+    GO_CHECK(seeds[i].shape() == roots[i].value().shape(), "backward_seeded: seed ", i, " of shape ",
+             seeds[i].shape().to_string(), " does not match its root's shape ", roots[i].value().shape().to_string());
+  Variable join = Variable::make(Tensor::zeros(Shape{1}), roots, [seeds](std::vector<Variable>& in, const Tensor&) {
+    for (std::size_t i = 0; i < in.size(); ++i) in[i].add_grad(seeds[i]);
+  });
+  join.backward();
+}
+
 }  // namespace go

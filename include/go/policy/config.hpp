@@ -4,7 +4,7 @@
 //   { "type": "go_policy", "hidden": 128, "sage_layers": 2, "aggregation": "max",
 //     "heads": 4, "segment_length": 128, "memory_length": 128, "causal": true,
 //     "layers_per_task": 1, "ffn_dim": 512, "max_devices": 8, "priority_levels": 8,
-//     "superposition": true, "value_hidden": 128, "head_gain": 0.01, "anchor": true,
+//     "superposition": true, "chain": "hidden", "value_hidden": 128, "head_gain": 0.01, "anchor": true,
 //     "anchor_bias": 4.0, "seed": 1 }
 //
 // Every key is optional (the defaults above); an unknown key or a value out of
@@ -35,6 +35,11 @@ struct PolicyConfig {
   int max_devices = 8;              // device embeddings: any 1..max_devices devices per call
   int priority_levels = 8;          // P
   bool superposition = true;        // graph-conditioned gates on every attention block's input
+  // How the tasks chain (go/policy/policy.hpp): "hidden", through hidden states only (one pass
+  // serves every sample), or "action", through the embedding of each sampled action too (the
+  // priority and fusion blocks run once per sample). Files saved before this key existed are
+  // "action" (legacy_policy_json).
+  std::string chain = "hidden";
   std::int64_t value_hidden = 128;  // the value head's hidden layer
   float head_gain = 0.01f;          // initial scale of the action heads (near-uniform first policy)
   // Anchor plan (go/rl/anchor.hpp): the decision of a cheap heuristic per row, read as an input
@@ -64,6 +69,8 @@ struct PolicyConfig {
     GO_CHECK(max_devices >= 1 && max_devices <= 4096, "policy config: \"max_devices\" is ", max_devices,
              ", must be in [1, 4096]");
     GO_CHECK(priority_levels >= 1, "policy config: \"priority_levels\" is ", priority_levels, ", must be >= 1");
+    GO_CHECK(chain == "hidden" || chain == "action", "policy config: \"chain\" is '", chain,
+             "', expected hidden or action");
     GO_CHECK(value_hidden >= 1, "policy config: \"value_hidden\" is ", value_hidden, ", must be >= 1");
     GO_CHECK(head_gain > 0.f, "policy config: \"head_gain\" is ", head_gain, ", must be > 0");
     GO_CHECK(anchor_bias >= 0.f && anchor_bias <= 50.f, "policy config: \"anchor_bias\" is ", anchor_bias,
@@ -84,6 +91,7 @@ struct PolicyConfig {
             {"max_devices", max_devices},
             {"priority_levels", priority_levels},
             {"superposition", superposition},
+            {"chain", chain},
             {"value_hidden", value_hidden},
             {"head_gain", head_gain},
             {"anchor", anchor},
@@ -111,6 +119,7 @@ struct PolicyConfig {
       else if (k == "max_devices") f.integer(c.max_devices);
       else if (k == "priority_levels") f.integer(c.priority_levels);
       else if (k == "superposition") f.boolean(c.superposition);
+      else if (k == "chain") f.string(c.chain);
       else if (k == "value_hidden") f.integer(c.value_hidden);
       else if (k == "head_gain") f.number(c.head_gain);
       else if (k == "anchor") f.boolean(c.anchor);
@@ -119,11 +128,18 @@ struct PolicyConfig {
       else {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, hidden, sage_layers, aggregation, heads, "
                        "segment_length, memory_length, causal, layers_per_task, ffn_dim, max_devices, "
-                       "priority_levels, superposition, value_hidden, head_gain, anchor, anchor_bias, seed)");
+                       "priority_levels, superposition, chain, value_hidden, head_gain, anchor, anchor_bias, seed)");
       }
     }
     c.validate();
     return c;
+  }
+
+  // A policy config saved in a parameter file or checkpoint: files written before "chain" existed
+  // were trained with the sampled actions chaining the tasks.
+  static nlohmann::json legacy_policy_json(nlohmann::json j) {
+    if (j.is_object() && !j.contains("chain")) j["chain"] = "action";
+    return j;
   }
 
   static PolicyConfig parse(const std::string& text, const std::string& where = "policy config") {

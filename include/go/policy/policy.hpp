@@ -6,15 +6,19 @@
 //   c    = mean over rows of h                                        graph embedding [1, d]
 //   gates: one per attention block, 2 sigmoid(c W_l + b_l)           (parameter superposition)
 //   placement:  z_p = Blocks_p(h)                 logits_p = (LN(z_p) W_q + b_q) E_dev[:D]^T / sqrt(d)
-//   priority:   z_s = Blocks_s(z_p + A_dev[a_p])  logits_s = LN(z_s) W_s + b_s              [n, P]
-//   fusion:     z_f = Blocks_f(z_s + A_pri[a_s])  logits_f = LN(z_f) W_f + b_f + mask       [n, 2]
+//   priority:   z_s = Blocks_s(z_p [+ A_dev[a_p]])  logits_s = LN(z_s) W_s + b_s            [n, P]
+//   fusion:     z_f = Blocks_f(z_s [+ A_pri[a_s]])  logits_f = LN(z_f) W_f + b_f + mask     [n, 2]
 //   value       = W_2 relu(W_1 [c, mean(E_dev[:D])] + b_1) + b_2                           [1, 1]
+// The bracketed action embeddings are config "chain": "action" only. With "hidden" (the default)
+// the tasks chain through hidden states alone, as the GO paper's recurrent attention layers do:
+// every task's logits are then independent of the sampled actions, so one pass gives the
+// distribution of all three tasks and serves any number of samples (forward_many).
 // With an anchor plan (config "anchor", PolicyGraph::set_anchor): h0 += E_anc[anchor device], and
 // each task's logits get + b_t on the anchor's action (b learned, starting at "anchor_bias").
 //
 // Blocks are pre-norm segment-recurrent attention blocks (go/nn/segment_attention.hpp); each
-// task has its own, and each task reads the previous task's hidden states plus the embedding
-// of the action sampled for it (recurrent multi-task: the three are optimized jointly). Rows
+// task has its own, and each task reads the previous task's hidden states (plus, with chain
+// "action", the embedding of the action sampled for it): the three are optimized jointly. Rows
 // are nodes in topological order; every task decides all rows in one pass.
 //
 // Placement works for any number of devices D in [1, max_devices] with the same weights: the
@@ -24,9 +28,11 @@
 // forward() samples (seeded), decodes greedily, or takes given actions (teacher forcing, for
 // PPO's re-evaluation of stored actions), and returns the differentiable per-row joint
 // log-probability log p(a_p) + log p(a_s | a_p) + log p(a_f | a_p, a_s) and the sum of the
-// three conditional entropies.
+// three conditional entropies. forward_many() gives several outputs from one shared pass, and
+// backward_many() back-propagates a loss over several given decisions (PPO's minibatches).
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,10 +109,12 @@ class GoPolicy : public nn::Module {
         std::make_shared<nn::Dense>(d, cfg_.priority_levels, rng, nn::Activation::none, true, cfg_.head_gain));
     fusion_head_ = register_module(
         "fusion.head", std::make_shared<nn::Dense>(d, 2, rng, nn::Activation::none, true, cfg_.head_gain));
-    device_action_ =
-        register_module("placement.action", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
-    priority_action_ =
-        register_module("priority.action", std::make_shared<nn::Embedding>(cfg_.priority_levels, d, rng, emb_std));
+    if (cfg_.chain == "action") {  // the sampled actions' embeddings feed the next task
+      device_action_ =
+          register_module("placement.action", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
+      priority_action_ =
+          register_module("priority.action", std::make_shared<nn::Embedding>(cfg_.priority_levels, d, rng, emb_std));
+    }
     value1_ = register_module("value.fc1",
                               std::make_shared<nn::Dense>(2 * d, cfg_.value_hidden, rng, nn::Activation::relu));
     value2_ = register_module("value.fc2", std::make_shared<nn::Dense>(cfg_.value_hidden, 1, rng));
@@ -130,62 +138,82 @@ class GoPolicy : public nn::Module {
   // whose rows are in topological order). num_devices in [1, max_devices].
   PolicyOutput forward(const PolicyGraph& g, int num_devices, Decode mode, const Actions* given = nullptr,
                        Rng* rng = nullptr) const {
-    check_graph(g);
-    GO_CHECK(num_devices >= 1 && num_devices <= cfg_.max_devices, "GoPolicy: num_devices ", num_devices,
-             " out of range [1, ", cfg_.max_devices, "] (config max_devices)");
-    GO_CHECK(mode != Decode::sample || rng != nullptr, "GoPolicy: sampling needs an Rng");
-    GO_CHECK(mode != Decode::given || given != nullptr, "GoPolicy: Decode::given needs actions");
-    const std::int64_t d = cfg_.hidden;
-    if (mode == Decode::given) check_actions(g, *given, num_devices);
+    std::vector<Actions> gv;
+    if (mode == Decode::given && given) gv.push_back(*given);
+    std::vector<Rng> rv;
+    if (rng) rv.push_back(*rng);
+    auto outs = forward_many(g, num_devices, mode, 1, mode == Decode::given && given ? &gv : nullptr,
+                             mode == Decode::sample && rng ? &rv : nullptr);
+    if (mode == Decode::sample && rng) *rng = rv[0];
+    return std::move(outs[0]);
+  }
 
-    PolicyOutput out;
-    Variable h = encode(g);
-    out.node_embedding = h;
-    Variable context = mean(h, 0);  // [1, d]
-    auto run_blocks = [&](int task, Variable x) {
-      for (int l = 0; l < cfg_.layers_per_task; ++l) {
-        Variable gate = superposition_ ? superposition_->gate(task * cfg_.layers_per_task + l, context) : Variable();
-        x = blocks_[task][static_cast<std::size_t>(l)]->forward(x, gate);
+  // `count` decisions on one graph in one pass: output k is sampled with (*rngs)[k], or takes
+  // (*given)[k], or is greedy. Everything that does not depend on a sampled action is computed
+  // once and shared by the outputs (the same Variables): the encoder, the placement blocks and
+  // head, the value, and with chain "hidden" the priority and fusion blocks and heads too, so the
+  // whole call costs one network pass whatever `count`. With chain "action" the priority and
+  // fusion blocks read output k's sampled actions and run once per output. Output k equals
+  // forward() with the same rng or actions.
+  std::vector<PolicyOutput> forward_many(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,
+                                         const std::vector<Actions>* given = nullptr,
+                                         std::vector<Rng>* rngs = nullptr) const {
+    check_call(g, num_devices, mode, count, given, rngs);
+    return tails(g, trunk(g, num_devices), num_devices, mode, count, given, rngs);
+  }
+
+  // Gradients of sum_k loss_of(k, output k) for the given actions, accumulated into the parameters'
+  // gradients: what forward_many(given) followed by one backward of the sum gives, but with chain
+  // "action" each output's priority and fusion blocks are back-propagated before the next one runs
+  // (only the shared part is kept for the whole call), so memory does not grow with the count.
+  // The shared part is back-propagated once, with the outputs' gradients summed.
+  void backward_many(const PolicyGraph& g, int num_devices, const std::vector<Actions>& given,
+                     const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const {
+    check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
+    if (cfg_.chain == "hidden" || given.size() == 1) {
+      auto outs = tails(g, trunk(g, num_devices), num_devices, Decode::given, given.size(), &given, nullptr);
+      Variable total;
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        Variable l = loss_of(k, outs[k]);
+        total = total.defined() ? total + l : l;
       }
-      return x;
-    };
-    auto choose = [&](const Variable& logits, const Tensor* given_actions) {
-      if (mode == Decode::given) return *given_actions;
-      if (mode == Decode::greedy) return argmax_rows(logits.value());
-      return sample_categorical(logits.value(), *rng);
-    };
+      if (total.defined()) total.backward();
+      return;
+    }
+    const Trunk t = trunk(g, num_devices);
+    Trunk leaf;  // the shared results as leaves: each output's backward stops there
+    auto as_leaf = [](const Variable& v) { return Variable(v.value(), v.requires_grad()); };
+    leaf.h = as_leaf(t.h);
+    leaf.context = as_leaf(t.context);
+    leaf.zp = as_leaf(t.zp);
+    leaf.dev = t.dev;
+    leaf.device_logits = as_leaf(t.device_logits);
+    leaf.value = as_leaf(t.value);
+    for (std::size_t k = 0; k < given.size(); ++k) {
+      const std::vector<Actions> one{given[k]};
+      auto out = tails(g, leaf, num_devices, Decode::given, 1, &one, nullptr);
+      Variable l = loss_of(k, out[0]);
+      if (l.defined()) l.backward();
+    }
+    std::vector<Variable> roots;
+    std::vector<Tensor> seeds;
+    for (auto [root, l] : {std::pair{t.context, leaf.context}, std::pair{t.zp, leaf.zp},
+                           std::pair{t.device_logits, leaf.device_logits}, std::pair{t.value, leaf.value},
+                           std::pair{t.h, leaf.h}})
+      if (l.has_grad()) {
+        roots.push_back(root);
+        seeds.push_back(l.grad());
+      }
+    backward_seeded(roots, seeds);
+  }
 
-    // placement
-    Variable zp = run_blocks(0, h);
-    Variable dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
-    Variable q = head(zp, 0, *device_query_);
-    out.device_logits = scale(matmul(q, dev, false, true), 1.f / std::sqrt(static_cast<float>(d)));
-    if (uses_anchor(g)) out.device_logits = anchored(out.device_logits, g.anchor_device, num_devices, 0);
-    out.actions.device = choose(out.device_logits, given ? &given->device : nullptr);
-
-    // priority
-    Variable zs = run_blocks(1, device_action_->add_to(zp, out.actions.device));
-    out.priority_logits = head(zs, 1, *priority_head_);
-    if (uses_anchor(g)) out.priority_logits = anchored(out.priority_logits, g.anchor_priority, cfg_.priority_levels, 1);
-    out.actions.priority = choose(out.priority_logits, given ? &given->priority : nullptr);
-
-    // fusion
-    Variable zf = run_blocks(2, priority_action_->add_to(zs, out.actions.priority));
-    out.fusion_logits = nn::add_same(head(zf, 2, *fusion_head_), Variable(g.fusion_mask));
-    if (uses_anchor(g)) out.fusion_logits = anchored(out.fusion_logits, g.anchor_fuse, 2, 2);
-    out.actions.fuse = choose(out.fusion_logits, given ? &given->fuse : nullptr);
-
-    out.log_prob_device = categorical_log_prob(out.device_logits, out.actions.device);
-    out.log_prob_priority = categorical_log_prob(out.priority_logits, out.actions.priority);
-    out.log_prob_fusion = categorical_log_prob(out.fusion_logits, out.actions.fuse);
-    out.log_prob = out.log_prob_device + out.log_prob_priority + out.log_prob_fusion;
-    out.log_prob_sum = sum(out.log_prob);
-    out.entropy = categorical_entropy(out.device_logits) + categorical_entropy(out.priority_logits) +
-                  categorical_entropy(out.fusion_logits);
-    out.entropy_mean = mean(out.entropy);
-    Variable vin = concat({context, mean(dev, 0)}, 1);  // [1, 2d]
-    out.value = value2_->forward(value1_->forward(vin));
-    return out;
+  // The greedy decision of an output's distribution (chain "hidden": its logits do not depend on
+  // the sampled actions, so the output of any sample gives it).
+  Actions greedy_actions(const PolicyOutput& o) const {
+    GO_CHECK(cfg_.chain == "hidden", "GoPolicy: greedy_actions needs chain \"hidden\" (with \"action\" the "
+             "priority and fusion logits depend on the sampled devices: use forward(Decode::greedy))");
+    return {argmax_rows(o.device_logits.value()), argmax_rows(o.priority_logits.value()),
+            argmax_rows(o.fusion_logits.value())};
   }
 
   // Convenience: a sampled (or greedy) decision without recording gradients.
@@ -200,12 +228,126 @@ class GoPolicy : public nn::Module {
   static std::shared_ptr<GoPolicy> load_policy(const std::string& path) {
     const LoadedTensors lt = load_tensors(path);
     GO_CHECK(lt.meta.contains("config"), path, ": no policy config in the parameter file's metadata");
-    auto p = std::make_shared<GoPolicy>(PolicyConfig::from_json(lt.meta.at("config"), path + ": config"));
+    auto p = std::make_shared<GoPolicy>(PolicyConfig::from_json(PolicyConfig::legacy_policy_json(lt.meta.at("config")), path + ": config"));
     p->load(path);
     return p;
   }
 
  private:
+  // What no sampled action influences: encoder output, graph context, placement blocks, the
+  // device embeddings in use, placement logits and the value.
+  struct Trunk {
+    Variable h, context, zp, dev, device_logits, value;
+  };
+  Trunk trunk(const PolicyGraph& g, int num_devices) const {
+    Trunk t;
+    t.h = encode(g);
+    t.context = mean(t.h, 0);  // [1, d]
+    t.zp = run_blocks(0, t.h, t.context);
+    t.dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
+    Variable q = head(t.zp, 0, *device_query_);
+    t.device_logits = scale(matmul(q, t.dev, false, true), 1.f / std::sqrt(static_cast<float>(cfg_.hidden)));
+    if (uses_anchor(g)) t.device_logits = anchored(t.device_logits, g.anchor_device, num_devices, 0);
+    Variable vin = concat({t.context, mean(t.dev, 0)}, 1);  // [1, 2d]
+    t.value = value2_->forward(value1_->forward(vin));
+    return t;
+  }
+  Variable run_blocks(int task, Variable x, const Variable& context) const {
+    for (int l = 0; l < cfg_.layers_per_task; ++l) {
+      Variable gate = superposition_ ? superposition_->gate(task * cfg_.layers_per_task + l, context) : Variable();
+      x = blocks_[task][static_cast<std::size_t>(l)]->forward(x, gate);
+    }
+    return x;
+  }
+  Variable priority_logits(const PolicyGraph& g, const Variable& zs) const {
+    Variable l = head(zs, 1, *priority_head_);
+    return uses_anchor(g) ? anchored(l, g.anchor_priority, cfg_.priority_levels, 1) : l;
+  }
+  Variable fusion_logits(const PolicyGraph& g, const Variable& zf) const {
+    Variable l = nn::add_same(head(zf, 2, *fusion_head_), Variable(g.fusion_mask));
+    return uses_anchor(g) ? anchored(l, g.anchor_fuse, 2, 2) : l;
+  }
+  // The outputs from a trunk: actions task by task (output k's draws come from its own rng in the
+  // order device, priority, fusion, as a single forward() makes them), then log-probabilities.
+  std::vector<PolicyOutput> tails(const PolicyGraph& g, const Trunk& t, int num_devices, Decode mode,
+                                  std::size_t count, const std::vector<Actions>* given, std::vector<Rng>* rngs) const {
+    if (mode == Decode::given) {
+      for (const Actions& a : *given) check_actions(g, a, num_devices);
+    }
+    std::vector<PolicyOutput> outs(count);
+    auto choose = [&](const Variable& logits, std::size_t k, int task) {
+      if (mode == Decode::given) {
+        const Actions& a = (*given)[k];
+        return task == 0 ? a.device : task == 1 ? a.priority : a.fuse;
+      }
+      if (mode == Decode::greedy) return argmax_rows(logits.value());
+      return sample_categorical(logits.value(), (*rngs)[k]);
+    };
+    Variable shared_entropy;
+    if (cfg_.chain == "hidden") {
+      Variable zs = run_blocks(1, t.zp, t.context);
+      Variable pl = priority_logits(g, zs);
+      Variable fl = fusion_logits(g, run_blocks(2, zs, t.context));
+      Tensor greedy[3];
+      if (mode == Decode::greedy) {
+        greedy[0] = argmax_rows(t.device_logits.value());
+        greedy[1] = argmax_rows(pl.value());
+        greedy[2] = argmax_rows(fl.value());
+      }
+      for (std::size_t k = 0; k < count; ++k) {
+        PolicyOutput& o = outs[k];
+        o.device_logits = t.device_logits;
+        o.priority_logits = pl;
+        o.fusion_logits = fl;
+        if (mode == Decode::greedy) {
+          o.actions = {greedy[0], greedy[1], greedy[2]};
+        } else {
+          o.actions.device = choose(t.device_logits, k, 0);
+          o.actions.priority = choose(pl, k, 1);
+          o.actions.fuse = choose(fl, k, 2);
+        }
+      }
+      shared_entropy = categorical_entropy(t.device_logits) + categorical_entropy(pl) + categorical_entropy(fl);
+    } else {
+      for (std::size_t k = 0; k < count; ++k) {
+        PolicyOutput& o = outs[k];
+        o.device_logits = t.device_logits;
+        o.actions.device = choose(t.device_logits, k, 0);
+        Variable zs = run_blocks(1, device_action_->add_to(t.zp, o.actions.device), t.context);
+        o.priority_logits = priority_logits(g, zs);
+        o.actions.priority = choose(o.priority_logits, k, 1);
+        Variable zf = run_blocks(2, priority_action_->add_to(zs, o.actions.priority), t.context);
+        o.fusion_logits = fusion_logits(g, zf);
+        o.actions.fuse = choose(o.fusion_logits, k, 2);
+      }
+    }
+    for (PolicyOutput& o : outs) {
+      o.log_prob_device = categorical_log_prob(o.device_logits, o.actions.device);
+      o.log_prob_priority = categorical_log_prob(o.priority_logits, o.actions.priority);
+      o.log_prob_fusion = categorical_log_prob(o.fusion_logits, o.actions.fuse);
+      o.log_prob = o.log_prob_device + o.log_prob_priority + o.log_prob_fusion;
+      o.log_prob_sum = sum(o.log_prob);
+      o.entropy = shared_entropy.defined() ? shared_entropy
+                                           : categorical_entropy(o.device_logits) +
+                                                 categorical_entropy(o.priority_logits) +
+                                                 categorical_entropy(o.fusion_logits);
+      o.entropy_mean = mean(o.entropy);
+      o.value = t.value;
+      o.node_embedding = t.h;
+    }
+    return outs;
+  }
+  void check_call(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,
+                  const std::vector<Actions>* given, const std::vector<Rng>* rngs) const {
+    check_graph(g);
+    GO_CHECK(num_devices >= 1 && num_devices <= cfg_.max_devices, "GoPolicy: num_devices ", num_devices,
+             " out of range [1, ", cfg_.max_devices, "] (config max_devices)");
+    GO_CHECK(count >= 1, "GoPolicy: at least one output is needed");
+    GO_CHECK(mode != Decode::sample || (rngs != nullptr && rngs->size() == count), "GoPolicy: sampling needs an Rng",
+             count > 1 ? " per output" : "");
+    GO_CHECK(mode != Decode::given || (given != nullptr && given->size() == count), "GoPolicy: Decode::given needs actions",
+             count > 1 ? " per output" : "");
+  }
   // LN_task(z) W + b without keeping LN_task(z) (nn::ln_linear).
   Variable head(const Variable& z, int task, const nn::Dense& dense) const {
     return nn::ln_linear(z, final_ln_[task]->gamma(), final_ln_[task]->beta(), dense.weight(), dense.bias());

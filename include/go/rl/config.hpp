@@ -219,6 +219,12 @@ struct TrainConfig {
     return c;
   }
 
+  // The config saved in a checkpoint (its policy section upgraded as PolicyConfig::legacy_policy_json says).
+  static TrainConfig from_saved_json(nlohmann::json j, const std::string& where) {
+    if (j.is_object() && j.contains("policy")) j["policy"] = policy::PolicyConfig::legacy_policy_json(j["policy"]);
+    return from_json(j, where);
+  }
+
   static TrainConfig parse(const std::string& text, const std::string& where = "train config") {
     return from_json(parse_json_config(text, where, /*comments=*/true), where);
   }

@@ -60,7 +60,7 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
                                    std::int64_t finetune, int samples, std::uint64_t seed) {
   const LoadedTensors lt = load_tensors(policy_path);
   TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
-                        ? TrainConfig::from_json(lt.meta.at("config"), policy_path + ": config")
+                        ? TrainConfig::from_saved_json(lt.meta.at("config"), policy_path + ": config")
                         : TrainConfig{};
   cfg.policy = policy.config();
   cfg.updates = std::max<std::int64_t>(0, finetune);
@@ -105,20 +105,10 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
       best = std::move(p);
     }
   };
-  const auto [greedy, greedy_result] = t.greedy_plan(0);
-  consider(greedy, greedy_result, rep.greedy_step_time);
-  {
-    NoGradGuard ng;
-    const Rng base = Rng(seed).fork(0x60ull << 56);
-    SimWorkspace ws = task.sim->make_workspace();
-    for (int k = 0; k < samples; ++k) {
-      Rng r = base.fork(static_cast<std::uint64_t>(k));
-      const auto out = pol->forward(task.pg, c.num_devices(), policy::Decode::sample, nullptr, &r);
-      Plan sp = t.plan_of(0, out.actions);
-      const SimResult& sr = task.sim->simulate(sp, ws);
-      consider(std::move(sp), sr, rep.sampled_step_time);
-    }
-  }
+  auto decisions = t.zero_shot(0, samples, Rng(seed).fork(0x60ull << 56));
+  const Plan greedy = decisions[0].first;
+  for (std::size_t j = 0; j < decisions.size(); ++j)
+    consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
   if (finetune > 0) {
     t.train();
     rep.updates = t.updates_done();

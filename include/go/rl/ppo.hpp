@@ -5,9 +5,9 @@
 // One update (PpoTrainer::update()):
 //   1. graphs: all of them, or `graphs_per_update` of them round robin (with several clusters a
 //      "graph" is a task: one graph on one cluster, each with its own simulator and device count);
-//   2. per graph, K = `samples` plans: K policy passes in sampling mode without gradients (the
-//      placement actions feed the priority and fusion tasks, so each sample needs its own pass),
-//      keeping the actions and their per-row log-probabilities; sample k of graph i of update u
+//   2. per graph, K = `samples` plans from one GoPolicy::forward_many without gradients (one
+//      network pass for all K with chain "hidden"; with chain "action" the priority and fusion
+//      blocks run per sample), keeping the actions and their per-row log-probabilities; sample k of graph i of update u
 //      draws from Rng(seed).fork(u).fork(i << 32 | k), so nothing depends on the thread count;
 //   3. decoding (policy::decode) and simulation of the K plans in parallel threads, one
 //      SimWorkspace per thread and graph;
@@ -20,9 +20,10 @@
 //      on device 0 (always finite);
 //   5. advantages A = r - b per graph (b: this batch's mean reward, an EMA of past means, or the
 //      value head), divided by the graph's batch standard deviation when normalize_advantages;
-//   6. `epochs` passes over the samples shuffled into minibatches: teacher-forced passes with
-//      gradients, loss = -mean(min(rho A, clip(rho, 1 -/+ clip) A)) - entropy_coef * entropy
-//      + value_coef * (V - r)^2, rho = exp(log pi - log pi_old) per op row (ratio "node") or for
+//   6. `epochs` passes over the samples shuffled into minibatches: per minibatch and graph one
+//      teacher-forced GoPolicy::backward_many over its samples (one shared pass), the minibatch's
+//      mean of each sample's loss -mean(min(rho A, clip(rho, 1 -/+ clip) A)) - entropy_coef *
+//      entropy + value_coef * (V - r)^2, rho = exp(log pi - log pi_old) per op row (ratio "node") or for
 //      the whole plan (ratio "plan"); global-norm clipping and Adam at the update's learning
 //      rate; the epochs stop early once the approximate KL exceeds 1.5 x target_kl;
 //   7. the best valid plan ever simulated is kept per graph: it is the optimizer's answer. With an
@@ -176,6 +177,30 @@ inline void append_metrics_csv(const std::string& path, const UpdateStats& s) {
   GO_CHECK(f.good(), path, ": cannot write the metrics file");
 }
 
+// Runs fn(thread, j) for j in [begin, end) on `threads` threads (the calling one included), items
+// handed out in order; the first error of any thread is rethrown as "<what>: <message>".
+inline void parallel_items(std::size_t begin, std::size_t end, int threads, const char* what,
+                           const std::function<void(int, std::size_t)>& fn) {
+  std::atomic<std::size_t> next{begin};
+  std::vector<std::string> errors(static_cast<std::size_t>(std::max(1, threads)));
+  auto work = [&](int tid) {
+    try {
+      for (;;) {
+        const std::size_t j = next.fetch_add(1);
+        if (j >= end) break;
+        fn(tid, j);
+      }
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(tid)] = e.what();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int tid = 1; tid < threads; ++tid) pool.emplace_back(work, tid);
+  work(0);
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors) GO_CHECK(e.empty(), what, ": ", e);
+}
+
 class PpoTrainer {
  public:
   // graphs: forward graphs (expanded to training graphs when cfg.training). policy: a pre-trained
@@ -287,6 +312,39 @@ class PpoTrainer {
   // The plan that actions (rows in graph i's policy order) decode to, as update() decodes samples.
   Plan plan_of(std::size_t i, const policy::Actions& a) const { return plan_of(*tasks_.at(i), a); }
 
+  // Zero-shot decisions for graph i: [0] the greedy one, [1 + k] the one sampled with base.fork(k),
+  // k < samples; decoded and simulated on the config's threads (the results do not depend on them).
+  // With chain "hidden" all of them come from one policy pass.
+  std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base) const {
+    const GraphTask& t = *tasks_.at(i);
+    const int D = t.sim->cluster().num_devices();
+    std::vector<policy::Actions> decisions;
+    {
+      NoGradGuard ng;
+      std::vector<Rng> rngs;
+      for (int k = 0; k < samples; ++k) rngs.push_back(base.fork(static_cast<std::uint64_t>(k)));
+      auto outs = policy_->forward_many(t.pg, D, policy::Decode::sample, static_cast<std::size_t>(samples), nullptr, &rngs);
+      decisions.push_back(policy_->config().chain == "hidden" ? policy_->greedy_actions(outs[0])
+                                                              : policy_->forward(t.pg, D, policy::Decode::greedy).actions);
+      for (auto& o : outs) decisions.push_back(std::move(o.actions));
+    }
+    std::vector<std::pair<Plan, SimResult>> out(decisions.size());
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(out.size())));
+    std::vector<SimWorkspace> ws(static_cast<std::size_t>(nthreads));
+    std::vector<bool> ready(static_cast<std::size_t>(nthreads), false);
+    parallel_items(0, out.size(), nthreads, "go: simulation failed", [&](int tid, std::size_t j) {
+      const auto ti = static_cast<std::size_t>(tid);
+      if (!ready[ti]) {
+        ws[ti] = t.sim->make_workspace();
+        ready[ti] = true;
+      }
+      out[j].first = plan_of(t, decisions[j]);
+      out[j].second = t.sim->simulate(out[j].first, ws[ti]);
+    });
+    return out;
+  }
+
   // One PPO update.
   UpdateStats update() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -322,19 +380,27 @@ class PpoTrainer {
     auto share = [&](int r) { return N * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks); };
     const std::size_t own_begin = share(rank), own_end = share(rank + 1);
     std::vector<Sample> samples(N);
-    {
+    {  // one forward_many per graph: its samples share every sample-independent computation
       NoGradGuard ng;
-      for (std::size_t j = own_begin; j < own_end; ++j) {
-        const std::size_t gi = sel[j / static_cast<std::size_t>(K)];
-        const std::uint64_t k = j % static_cast<std::size_t>(K);
+      for (std::size_t j0 = own_begin; j0 < own_end;) {
+        const std::size_t a = j0 / static_cast<std::size_t>(K);
+        const std::size_t j1 = std::min(own_end, (a + 1) * static_cast<std::size_t>(K));
+        const std::size_t gi = sel[a];
         const GraphTask& t = *tasks_[gi];
-        Rng r = urng.fork((static_cast<std::uint64_t>(gi) << 32) | k);
-        auto out = policy_->forward(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, nullptr, &r);
-        Sample& s = samples[j];
-        s.graph = gi;
-        s.actions = out.actions;
-        s.old_log_prob = out.log_prob.value().clone();
-        s.value = out.value.value().item();
+        std::vector<Rng> rngs;
+        for (std::size_t j = j0; j < j1; ++j)
+          rngs.push_back(urng.fork((static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
+        auto outs = policy_->forward_many(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, j1 - j0,
+                                          nullptr, &rngs);
+        for (std::size_t j = j0; j < j1; ++j) {
+          const auto& out = outs[j - j0];
+          Sample& s = samples[j];
+          s.graph = gi;
+          s.actions = out.actions;
+          s.old_log_prob = out.log_prob.value().clone();
+          s.value = out.value.value().item();
+        }
+        j0 = j1;
       }
     }
 
@@ -346,29 +412,14 @@ class PpoTrainer {
       while (static_cast<int>(ws.size()) < nthreads) ws.emplace_back();
     }
     {
-      std::atomic<std::size_t> next{own_begin};
-      std::vector<std::string> errors(static_cast<std::size_t>(nthreads));
-      auto work = [&](int tid) {
-        try {
-          for (;;) {
-            const std::size_t j = next.fetch_add(1);
-            if (j >= own_end) break;
-            Sample& s = samples[j];
-            GraphTask& t = *tasks_[s.graph];
-            auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
-            if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
-            s.plan = plan_of(t, s.actions);
-            s.result = t.sim->simulate(s.plan, wsv[0]);
-          }
-        } catch (const std::exception& e) {
-          errors[static_cast<std::size_t>(tid)] = e.what();
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int tid = 1; tid < nthreads; ++tid) pool.emplace_back(work, tid);
-      work(0);
-      for (auto& th : pool) th.join();
-      for (const auto& e : errors) GO_CHECK(e.empty(), "ppo: simulation failed: ", e);
+      parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {
+        Sample& s = samples[j];
+        GraphTask& t = *tasks_[s.graph];
+        auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
+        if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
+        s.plan = plan_of(t, s.actions);
+        s.result = t.sim->simulate(s.plan, wsv[0]);
+      });
       for (std::size_t j = own_begin; j < own_end; ++j) {
         Sample& s = samples[j];
         s.reward = reward(s.graph, s.result);
@@ -494,47 +545,57 @@ class PpoTrainer {
         const std::size_t end = std::min(N, start + mb);
         const float w = 1.f / static_cast<float>(end - start);
         policy_->zero_grad();
-        for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks)) {
-          const Sample& s = samples[order[j]];
-          const GraphTask& t = *tasks_[s.graph];
-          auto out = policy_->forward(t.pg, t.sim->cluster().num_devices(), policy::Decode::given, &s.actions);
-          const float A = static_cast<float>(s.advantage);
-          Variable old(s.old_log_prob);
-          Variable pg_loss;
-          double kl = 0, cf = 0;
-          if (cfg_.ratio == "node") {
-            Variable ratio = exp(out.log_prob - old);  // [n]
-            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-            pg_loss = -mean(surr);
-            const float* rp = ratio.value().f32();
-            const std::int64_t n = ratio.numel();
-            for (std::int64_t i = 0; i < n; ++i) {
-              kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
-              cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
+        // this rank's positions, grouped by graph: one backward_many per graph shares the pass
+        std::vector<std::vector<std::size_t>> by_graph(tasks_.size());
+        for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks))
+          by_graph[samples[order[j]].graph].push_back(order[j]);
+        for (std::size_t gi = 0; gi < by_graph.size(); ++gi) {
+          const std::vector<std::size_t>& idx = by_graph[gi];
+          if (idx.empty()) continue;
+          const GraphTask& t = *tasks_[gi];
+          std::vector<policy::Actions> given;
+          for (std::size_t j : idx) given.push_back(samples[j].actions);
+          auto loss_of = [&](std::size_t k, const policy::PolicyOutput& out) {
+            const Sample& s = samples[idx[k]];
+            const float A = static_cast<float>(s.advantage);
+            Variable old(s.old_log_prob);
+            Variable pg_loss;
+            double kl = 0, cf = 0;
+            if (cfg_.ratio == "node") {
+              Variable ratio = exp(out.log_prob - old);  // [n]
+              Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+              pg_loss = -mean(surr);
+              const float* rp = ratio.value().f32();
+              const std::int64_t n = ratio.numel();
+              for (std::int64_t i = 0; i < n; ++i) {
+                kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
+                cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
+              }
+              kl /= static_cast<double>(n);
+              cf /= static_cast<double>(n);
+            } else {
+              Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
+              Variable ratio = exp(lr);
+              Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+              pg_loss = -surr;
+              const double rv = ratio.value().item();
+              kl = (rv - 1.0) - std::log(std::max(rv, 1e-30));
+              cf = std::abs(rv - 1.0) > clip ? 1.0 : 0.0;
             }
-            kl /= static_cast<double>(n);
-            cf /= static_cast<double>(n);
-          } else {
-            Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
-            Variable ratio = exp(lr);
-            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-            pg_loss = -surr;
-            const double rv = ratio.value().item();
-            kl = (rv - 1.0) - std::log(std::max(rv, 1e-30));
-            cf = std::abs(rv - 1.0) > clip ? 1.0 : 0.0;
-          }
-          Variable target(Tensor::full(Shape{1, 1}, static_cast<float>(s.reward)));
-          Variable v_loss = mean(square(out.value - target));
-          Variable loss = pg_loss - scale(out.entropy_mean, static_cast<float>(cfg_.entropy_coef)) +
-                          scale(v_loss, static_cast<float>(cfg_.value_coef));
-          scale(loss, w).backward();
-          ent_sum += out.entropy_mean.value().item();
-          pl_sum += pg_loss.value().item();
-          vl_sum += v_loss.value().item();
-          kl_sum += kl;
-          kl_epoch += kl;
-          cf_sum += cf;
-          ++n_fwd;
+            Variable target(Tensor::full(Shape{1, 1}, static_cast<float>(s.reward)));
+            Variable v_loss = mean(square(out.value - target));
+            Variable loss = pg_loss - scale(out.entropy_mean, static_cast<float>(cfg_.entropy_coef)) +
+                            scale(v_loss, static_cast<float>(cfg_.value_coef));
+            ent_sum += out.entropy_mean.value().item();
+            pl_sum += pg_loss.value().item();
+            vl_sum += v_loss.value().item();
+            kl_sum += kl;
+            kl_epoch += kl;
+            cf_sum += cf;
+            ++n_fwd;
+            return scale(loss, w);
+          };
+          policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
         }
         allreduce_gradients(*comm_, params_, grad_buffer_);
         gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
@@ -623,7 +684,7 @@ class PpoTrainer {
     GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint (format ",
              lt.meta.value("format", std::string("?")), ")");
     try {
-      TrainConfig saved = TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+      TrainConfig saved = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
       auto comparable = [](const TrainConfig& c) {
         nlohmann::json j = c.to_json();
         j.erase("updates");
@@ -695,7 +756,7 @@ class PpoTrainer {
   static TrainConfig checkpoint_config(const std::string& path) {
     const LoadedTensors lt = load_tensors(path);
     GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint");
-    return TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+    return TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
   }
 
  private:
@@ -758,7 +819,7 @@ class PpoTrainer {
 inline std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) {
   LoadedTensors lt = load_tensors(path);
   if (lt.meta.value("format", "") != "go-ppo-checkpoint") return policy::GoPolicy::load_policy(path);
-  const TrainConfig c = TrainConfig::from_json(lt.meta.at("config"), path + ": config");
+  const TrainConfig c = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
   auto p = std::make_shared<policy::GoPolicy>(c.policy);
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
