@@ -48,6 +48,7 @@ struct TrainOptions {
   std::int64_t seed = -1;
   int threads = -1;
   std::int64_t stop_after = -1;
+  double time_limit = -1;
   bool training = false;
   bool resume = false;
   bool quiet = false;
@@ -171,8 +172,14 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
                  duration_text(per * static_cast<double>(c.updates - s.update)).c_str(), tty ? "" : "\n");
     std::fflush(stderr);
   };
+  auto within_time = [&] {  // rank 0's clock decides, so that every rank stops after the same update
+    std::int32_t ok = o.time_limit < 0 ||
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
+    comm.broadcast(&ok, sizeof ok, 0);
+    return ok != 0;
+  };
   while (trainer.updates_done() < c.updates &&
-         (o.stop_after < 0 || trainer.updates_done() - start_update < o.stop_after))
+         (o.stop_after < 0 || trainer.updates_done() - start_update < o.stop_after) && within_time())
     on_update(trainer.update());
   if (!quiet && tty) std::fputc('\n', stderr);
   trainer.save_checkpoint(o.out);
@@ -220,6 +227,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")")->check(count_at_least());
   cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)")
       ->check(count_at_least());
+  cmd->add_option("--time-limit", o->time_limit,
+                  "Stop (checkpointing) after the update that reaches this many seconds of training in this "
+                  "invocation (the graphs and anchors are built before the clock starts); --resume continues")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")

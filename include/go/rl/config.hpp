@@ -8,11 +8,14 @@
 //     "samples": 16,               // K plans sampled per graph and update
 //     "graphs_per_update": 0,      // graphs visited per update, round robin (0: all of them)
 //     "epochs": 4,                 // passes over the update's samples
-//     "minibatch": 4,              // samples per gradient step
+//     "minibatch": 16,             // samples per gradient step (the samples of one graph in a
+//                                  // minibatch share one pass, so a whole-batch step costs one pass)
 //     "clip": 0.2,                 // PPO ratio clip
 //     "ratio": "node",             // node: one ratio per op row (the plan's advantage on every row);
 //                                  // plan: one ratio for the whole plan (sum of the rows' log-probs)
-//     "entropy_coef": 0.01, "value_coef": 0.5,
+//     "entropy_coef": 0.0,         // entropy bonus (per-row mean); 0: at thousands of rows the bonus
+//                                  // outweighs the plan-level signal and drives the policy to uniform
+//     "value_coef": 0.5,
 //     "lr": 0.001, "lr_schedule": "linear",   // constant | linear | cosine, from lr to lr * lr_final
 //     "lr_final": 0.1, "warmup_updates": 0,   // linear warm-up from 0 over the first updates
 //     "adam_beta1": 0.9, "adam_beta2": 0.999, "adam_eps": 1e-5,
@@ -57,10 +60,10 @@ struct TrainConfig {
   int samples = 16;
   int graphs_per_update = 0;
   int epochs = 4;
-  int minibatch = 4;
+  int minibatch = 16;
   double clip = 0.2;
   std::string ratio = "node";
-  double entropy_coef = 0.01;
+  double entropy_coef = 0.0;
   double value_coef = 0.5;
   double lr = 1e-3;
   std::string lr_schedule = "linear";
