@@ -17,7 +17,8 @@
 #              `gopt train --updates 0`
 #   --chains   which task chainings to run with this build (default hidden,action)
 #
-# Per run it prints one line: the update times from the metrics CSV (column "seconds"), the
+# Per run it prints one line: the update times from the metrics CSV (column "seconds"; this
+# build's CSV also splits the last one into sampling, simulation and gradient epochs), the
 # zero-shot `optimize_seconds` of `gopt place --method go-zero-shot --json`, and the peak RSS of
 # each process (getrusage of the child). The training config is TrainConfig's defaults.
 set -euo pipefail
@@ -79,6 +80,9 @@ import csv, json, sys
 tmp, label = sys.argv[1:3]
 rows = list(csv.DictReader(open(f"{tmp}/{label}.csv")))
 secs = ", ".join(f"{float(r['seconds']):.2f}" for r in rows)
+if "train_seconds" in rows[-1]:  # this build's CSV has the breakdown of the last update
+    r = rows[-1]
+    secs += f"; last: sample {float(r['sample_seconds']):.2f} + simulate {float(r['simulate_seconds']):.2f} + train {float(r['train_seconds']):.2f}"
 zs = json.load(open(f"{tmp}/{label}.zs.json"))
 tw, tr = open(f"{tmp}/{label}-train.rss").read().split()
 zw, zr = open(f"{tmp}/{label}-zs.rss").read().split()

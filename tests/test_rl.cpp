@@ -464,6 +464,24 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   CHECK(f.step_time == Simulator(g, cl).simulate(f.plan).step_time);
   // the fusion the policy chose is kept (place() clears fusion only for methods that do not decide it)
   CHECK(find_place_method("go").decides_fusion);
+  // go-one: a fresh network of the same architecture trained on this graph, as many updates as go
+  const PlaceResult one = place("go-one", g, cl, o);
+  REQUIRE(one.valid);
+  CHECK(one.simulations == 1 + 8 + 4 * 8);
+  CHECK(one.note.find("trained 4 updates") != std::string::npos);
+  CHECK(one.step_time <= rep.anchor_step_time);  // it starts from the same anchor
+  CHECK(one.note.find("untrained greedy") != std::string::npos);
+  // a time limit covers the whole call: spent before fine-tuning starts, no update runs
+  o.time_limit = 1e-9;
+  const PlaceResult timed = place("go", g, cl, o);
+  CHECK(timed.simulations == 1 + 8);
+  CHECK(timed.note.find("fine-tuned 0 updates") != std::string::npos);
+  o.time_limit = 0;
+  // best-heuristic: the anchor plan on its own
+  const PlaceResult bh = place("best-heuristic", g, cl, o);
+  REQUIRE(bh.valid);
+  CHECK(bh.step_time == rep.anchor_step_time);
+  CHECK(bh.simulations >= 4);  // each placement with and without priorities and fusion
   o.policy = temp_path("no_such_policy.ckpt");
   CHECK_THROWS_WITH(place("go", g, cl, o), Catch::Contains("not found"));
   o.policy.clear();

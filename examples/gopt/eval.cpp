@@ -30,6 +30,7 @@ struct EvalCliOptions {
   std::string graphs, cluster, methods, csv, fusion = "none";
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
+  double time_limit = 0;
   std::string policy, trace_dir;
   bool training = false;
 };
@@ -103,6 +104,7 @@ void run_eval(const EvalCliOptions& o) {
   po.fusion = go::parse_fusion_mode(o.fusion);
   po.policy = o.policy;
   po.finetune = o.finetune;
+  po.time_limit = o.time_limit;
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());
@@ -187,6 +189,10 @@ void add_eval_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, "none | xla (default none)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--time-limit", opts->time_limit,
+                  "go, go-one: wall-clock seconds of optimization per graph (0: no limit; go-one then trains as many "
+                  "updates as go)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: the method's)")
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,

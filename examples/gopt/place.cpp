@@ -24,6 +24,7 @@ struct PlaceCliOptions {
   std::string graph, cluster, method, out, fusion = "none", expert;
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
+  double time_limit = 0;
   std::string policy;
   bool training = false, json = false;
 };
@@ -39,6 +40,7 @@ void run_place(const PlaceCliOptions& o) {
   po.expert_split = o.expert;
   po.policy = o.policy;
   po.finetune = o.finetune;
+  po.time_limit = o.time_limit;
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
   if (o.json) {
@@ -91,6 +93,10 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--time-limit", opts->time_limit,
+                  "go, go-one: wall-clock seconds of optimization on this graph (0: no limit; go-one then trains as many "
+                  "updates as go)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");

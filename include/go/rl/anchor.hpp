@@ -50,6 +50,7 @@ struct Anchor {
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
   policy::Actions actions;  // rows in the PolicyGraph's order
+  int candidates = 0;       // plans simulated to choose it
 
   std::string describe() const {
     return placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "");
@@ -111,6 +112,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   double best_key = std::numeric_limits<double>::infinity();
   bool best_valid = false;
   SimWorkspace ws = sim.make_workspace();
+  int evaluated = 0;
   for (const auto& [name, base] : placements)
     for (int ranked = 0; ranked < 2; ++ranked)
       for (int fused = 0; fused < 2; ++fused) {
@@ -121,6 +123,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
         Plan dp = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
         SimResult r = sim.simulate(dp, ws);
+        ++evaluated;
         const bool valid = r.valid && std::isfinite(r.step_time);
         const double key = valid ? r.step_time : memory_excess(r, c);
         if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
@@ -134,6 +137,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
           best.result = std::move(r);
         }
       }
+  best.candidates = evaluated;
   return best;
 }
 

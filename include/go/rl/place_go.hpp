@@ -1,6 +1,6 @@
 #pragma once
-// GO as a placement method: go::place("go", ...) and go::place("go-zero-shot", ...) once
-// register_go_methods() has run (gopt does it at start-up).
+// GO as a placement method: go::place("go" | "go-zero-shot" | "go-one" | "best-heuristic", ...)
+// once register_go_methods() has run (gopt does it at start-up).
 //
 //   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
 //                 decisions are simulated, the best valid one is the answer.
@@ -8,6 +8,10 @@
 //                 budget / samples, so that GO gets the simulator budget the search baselines get);
 //                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
 //                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
+//   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
+//                 of the policy file's architecture, the same procedure as go.
+//   best-heuristic the anchor plan on its own (go/rl/anchor.hpp): the best simulated combination of
+//                 the heuristic placements, critical-path priorities and XLA-like fusion.
 //
 // The policy: PlaceOptions::policy, else the default given to register_go_methods() (gopt passes
 // the policy shipped in policies/). A checkpoint of `gopt train` brings its training config
@@ -15,6 +19,7 @@
 // gets the TrainConfig defaults; the anchor is chosen from every heuristic of go/rl/anchor.hpp either
 // way. PlaceOptions::seed seeds sampling. The note says what each stage reached.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -73,18 +78,37 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
   return cfg;
 }
 
+struct GoPlaceOptions {
+  std::string policy;          // a policy file or gopt train checkpoint
+  std::int64_t finetune = 0;   // PPO updates on the graph (0: zero-shot only)
+  int samples = 16;            // zero-shot samples, and samples per update
+  std::uint64_t seed = 0;
+  double time_limit = 0;       // > 0: no update starts once the whole call (anchor and zero-shot
+                               // included) has run this many seconds
+  bool from_scratch = false;   // go-one: a fresh network of the policy file's architecture (its
+                               // "seed" re-drawn from `seed`), trained on this graph alone
+};
+
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
-inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& policy_path, std::int64_t finetune,
-                     int samples, std::uint64_t seed, GoPlaceReport* report = nullptr) {
+inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPlaceReport* report = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& policy_path = o.policy;
   GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x4x8.ckpt)");
   {
     std::error_code ec;
     GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
              "' not found (pass --policy <file>)");
   }
-  GO_CHECK(samples >= 1, "go: samples must be >= 1, got ", samples);
+  GO_CHECK(o.samples >= 1, "go: samples must be >= 1, got ", o.samples);
+  GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
+  GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
   std::shared_ptr<policy::GoPolicy> pol = load_policy(policy_path);
-  const TrainConfig cfg = finetune_config(policy_path, *pol, finetune, samples, seed);
+  if (o.from_scratch) {
+    policy::PolicyConfig pc = pol->config();
+    pc.seed = o.seed + 1;  // a fresh draw of the same architecture
+    pol = std::make_shared<policy::GoPolicy>(pc);
+  }
+  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.samples, o.seed);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -105,12 +129,16 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
       best = std::move(p);
     }
   };
-  auto decisions = t.zero_shot(0, samples, Rng(seed).fork(0x60ull << 56));
+  auto decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56));
   const Plan greedy = decisions[0].first;
   for (std::size_t j = 0; j < decisions.size(); ++j)
     consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
-  if (finetune > 0) {
-    t.train();
+  auto within_time = [&] {
+    return o.time_limit <= 0 ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
+  };
+  if (o.finetune > 0) {
+    while (t.updates_done() < t.config().updates && within_time()) t.update();
     rep.updates = t.updates_done();
     rep.simulations += t.task(0).samples;
     rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
@@ -124,32 +152,71 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
   return best;
 }
 
-// Registers "go" and "go-zero-shot" in the place registry (go/baselines/place.hpp).
+inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& policy_path, std::int64_t finetune,
+                     int samples, std::uint64_t seed, GoPlaceReport* report = nullptr) {
+  GoPlaceOptions o;
+  o.policy = policy_path;
+  o.finetune = finetune;
+  o.samples = samples;
+  o.seed = seed;
+  return go_place(g, c, o, report);
+}
+
+// Registers "go", "go-zero-shot", "go-one" and "best-heuristic" in the place registry
+// (go/baselines/place.hpp). go and go-one stop at PlaceOptions::time_limit when it is set; go-one
+// then trains until it (at most 100,000 updates), else for as many updates as go.
 inline void register_go_methods(const std::string& default_policy, int samples = 16) {
-  auto run = [default_policy, samples](bool zero_shot) {
-    return [default_policy, samples, zero_shot](const OpGraph& g, const Cluster& c, const PlaceOptions& o,
-                                                PlaceResult& out) {
-      const std::string path = o.policy.empty() ? default_policy : o.policy;
-      const std::int64_t ft = zero_shot ? 0 : (o.finetune >= 0 ? o.finetune : std::max<std::int64_t>(1, o.budget / samples));
+  enum class Kind { finetuned, zero_shot, one };
+  auto run = [default_policy, samples](Kind kind) {
+    return [default_policy, samples, kind](const OpGraph& g, const Cluster& c, const PlaceOptions& po,
+                                           PlaceResult& out) {
+      GoPlaceOptions o;
+      o.policy = po.policy.empty() ? default_policy : po.policy;
+      o.samples = samples;
+      o.seed = po.seed;
+      o.time_limit = po.time_limit;
+      o.from_scratch = kind == Kind::one;
+      const std::int64_t updates = po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / samples);
+      o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;
       GoPlaceReport rep;
-      Plan p = go_place(g, c, path, ft, samples, o.seed, &rep);
+      Plan p = go_place(g, c, o, &rep);
       using detail::go_method::ms;
       out.simulations = rep.simulations;
-      out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; zero-shot greedy " +
-                 ms(rep.greedy_step_time) + ", best of " + std::to_string(samples) + " samples " +
-                 ms(rep.sampled_step_time);
-      if (!zero_shot)
-        out.note += "; fine-tuned " + std::to_string(rep.updates) + " updates: " + ms(rep.finetuned_step_time);
+      out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; " +
+                 (kind == Kind::one ? "untrained" : "zero-shot") + " greedy " + ms(rep.greedy_step_time) +
+                 ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
+      if (kind != Kind::zero_shot)
+        out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
+                    std::to_string(rep.updates) + " updates: " + ms(rep.finetuned_step_time);
       return p;
     };
   };
-  PlaceMethod go{"go", "GO: pre-trained policy fine-tuned on the graph with PPO (--policy, --finetune)", run(false)};
+  PlaceMethod go{"go", "GO: pre-trained policy fine-tuned on the graph with PPO (--policy, --finetune, --time-limit)",
+                 run(Kind::finetuned)};
   go.decides_fusion = true;
   register_place_method(go);
   PlaceMethod zs{"go-zero-shot", "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) +
-                                     " samples (--policy)", run(true)};
+                                     " samples (--policy)", run(Kind::zero_shot)};
   zs.decides_fusion = true;
   register_place_method(zs);
+  PlaceMethod one{"go-one", "GO trained from scratch on this graph alone (the --policy file's architecture; "
+                            "--time-limit, else as many updates as go)", run(Kind::one)};
+  one.decides_fusion = true;
+  register_place_method(one);
+  PlaceMethod bh{"best-heuristic",
+                 "the best of default/human/METIS/m-ETF/m-SCT placements x none/critical-path priorities x "
+                 "none/XLA-like fusion, each simulated (what GO's anchor starts from)",
+                 [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
+                   const Simulator sim(g, c, po.sim);
+                   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+                   const Anchor a = choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
+                                                  kAnchorPlacements, po.seed);
+                   out.simulations = a.candidates;
+                   out.note = a.describe();
+                   return a.plan;
+                 }};
+  bh.decides_fusion = true;
+  register_place_method(bh);
 }
 
 }  // namespace go::rl

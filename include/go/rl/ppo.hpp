@@ -129,22 +129,25 @@ struct UpdateStats {
   int epochs_run = 0;
   std::int64_t samples = 0;
   double seconds = 0, samples_per_second = 0;
+  // where the update's wall time went: sampling pass(es), decoding + simulation, gradient epochs
+  double sample_seconds = 0, simulate_seconds = 0, train_seconds = 0;
 };
 
 inline const char* metrics_csv_header() {
   return "update,lr,mean_reward,max_reward,best_step_time_ms,best_speedup,mean_step_time_ms,invalid_fraction,entropy,"
          "approx_kl,clip_fraction,policy_loss,value_loss,explained_variance,grad_norm,epochs_run,samples,seconds,"
-         "samples_per_second";
+         "samples_per_second,sample_seconds,simulate_seconds,train_seconds";
 }
 
 inline std::string metrics_csv_row(const UpdateStats& s) {
   auto ms = [](double t) { return std::isfinite(t) ? t * 1e3 : -1.0; };
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%lld,%.4g,%.6g",
+  char buf[640];
+  std::snprintf(buf, sizeof buf, "%lld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%lld,%.4g,%.6g,%.4g,%.4g,%.4g",
                 static_cast<long long>(s.update), s.lr, s.mean_reward, s.max_reward, ms(s.best_step_time),
                 s.best_speedup, ms(s.mean_step_time), s.invalid_fraction, s.entropy, s.approx_kl, s.clip_fraction,
                 s.policy_loss, s.value_loss, s.explained_variance, s.grad_norm, s.epochs_run,
-                static_cast<long long>(s.samples), s.seconds, s.samples_per_second);
+                static_cast<long long>(s.samples), s.seconds, s.samples_per_second, s.sample_seconds,
+                s.simulate_seconds, s.train_seconds);
   return buf;
 }
 
@@ -404,6 +407,7 @@ class PpoTrainer {
       }
     }
 
+    const auto t_sampled = std::chrono::steady_clock::now();
     // 3. decode + simulate in parallel
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(own_end - own_begin)));
@@ -454,6 +458,7 @@ class PpoTrainer {
       }
     }
 
+    const auto t_simulated = std::chrono::steady_clock::now();
     // 4. rewards, best plans; 5. advantages
     double sum_r = 0;
     st.max_reward = -kInf;
@@ -619,7 +624,11 @@ class PpoTrainer {
     st.clip_fraction = cf_sum / static_cast<double>(n_fwd);
     st.grad_norm = gn_sum / static_cast<double>(n_steps);
     ++updates_done_;
-    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t_end = std::chrono::steady_clock::now();
+    st.seconds = std::chrono::duration<double>(t_end - t0).count();
+    st.sample_seconds = std::chrono::duration<double>(t_sampled - t0).count();
+    st.simulate_seconds = std::chrono::duration<double>(t_simulated - t_sampled).count();
+    st.train_seconds = std::chrono::duration<double>(t_end - t_simulated).count();
     st.samples_per_second = st.seconds > 0 ? static_cast<double>(N) / st.seconds : 0;
     return st;
   }
