@@ -123,6 +123,17 @@ TEST_CASE("baselines: two independent chains on two devices", "[baselines]") {
     CHECK(r.simulations == 300);
     CHECK(r.step_time == Approx(5e-3));
   }
+  {  // anneal's time limit: a generous one leaves the budget in charge; a spent one stops it after its
+     // two starting plans (default and human), whatever the budget
+    go::PlaceOptions o = small_budget();
+    o.time_limit = 1e6;
+    CHECK(go::place("anneal", g, c, o).simulations == 300);
+    o.budget = 1'000'000'000;
+    o.time_limit = 1e-9;
+    const go::PlaceResult r = go::place("anneal", g, c, o);
+    CHECK(r.simulations == 2);
+    CHECK(r.valid);
+  }
   // m-TOPO fills device 0 to total/k + the largest op (Baechi's cap) in depth-first order: the first
   // chain and one op of the second, which then runs after a0 on device 0 and sends its output: the
   // documented approximation is between the optimum and one device.

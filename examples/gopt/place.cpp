@@ -94,7 +94,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--time-limit", opts->time_limit,
-                  "go, go-one: wall-clock seconds of optimization on this graph (0: no limit; go-one then trains as many "
+                  "anneal, go, go-one: wall-clock seconds of optimization on this graph (0: no limit; go-one then trains as many "
                   "updates as go)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)")

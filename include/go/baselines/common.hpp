@@ -47,8 +47,8 @@ struct PlaceOptions {
   // the PPO updates of fine-tuning on this graph (0 = zero-shot, -1 = the method's default).
   std::string policy;
   std::int64_t finetune = -1;
-  // go, go-one: wall-clock seconds of the whole optimization (0: no limit; go-one then trains for
-  // as many updates as go), so that methods can be compared at equal time.
+  // anneal, go, go-one: wall-clock seconds of the whole optimization (0: no limit; go-one then
+  // trains for as many updates as go), so that methods can be compared at equal time.
   double time_limit = 0;
 };
 

@@ -84,9 +84,9 @@ inline std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
                }});
-  m.push_back({"anneal", "simulated annealing over placement and priority from the better of the default and human plans (budget: simulations)",
+  m.push_back({"anneal", "simulated annealing over placement and priority from the better of the default and human plans (budget: simulations; --time-limit: seconds)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
+                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o), o.time_limit);
                }});
   return m;
 }

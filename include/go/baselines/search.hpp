@@ -23,12 +23,14 @@
 //   (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
 //   n - topological position, which reproduces first-ready order on chains). Metropolis acceptance
 //   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the
-//   budget; while the current plan fits, a move to a plan that does not is always rejected.
+//   budget (or over the simulations that fit in a time limit); while the current plan fits, a move
+//   to a plan that does not is always rejected.
 // Neither changes fusion: random search proposes unfused plans; anneal keeps its starting plan's
 //   fusion groups, and when there are any, a device move takes whole groups (above), so no
 //   proposal splits a group over devices or breaks the fusion rules (go/graph/fusion_rules.hpp). A
 //   starting plan whose fusion is invalid (rules, devices, cycles) is an error.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -175,9 +177,15 @@ inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t 
   return best;
 }
 
+// time_limit > 0: also stop once that many seconds have passed; the cooling schedule then spans the
+// simulations that fit in it at the starting plans' speed (the result depends on the machine).
 inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
-                        const SimOptions& so = {}, std::int64_t* calls = nullptr, const std::vector<Plan>& starts = {}) {
+                        const SimOptions& so = {}, std::int64_t* calls = nullptr, const std::vector<Plan>& starts = {},
+                        double time_limit = 0) {
   GO_CHECK(budget >= 1, "anneal: the budget must be at least 1 simulation, got ", budget);
+  GO_CHECK(time_limit >= 0, "anneal: the time limit must be >= 0 seconds, got ", time_limit);
+  const auto clock0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count(); };
   detail::base::SearchEval ev(g, c, so);
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
@@ -194,7 +202,11 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   }
   const double t0 = std::isfinite(cur_cost0) && cur_cost0 > 0 ? 0.05 * cur_cost0 : 1e-3;
   const double t_end = t0 * 1e-3;
-  const std::int64_t moves = std::max<std::int64_t>(1, budget - ev.calls);
+  std::int64_t moves = std::max<std::int64_t>(1, budget - ev.calls);
+  if (time_limit > 0) {
+    const double per_call = elapsed() / static_cast<double>(std::max<std::int64_t>(1, ev.calls));
+    if (per_call > 0) moves = std::min(moves, std::max<std::int64_t>(1, static_cast<std::int64_t>((time_limit - elapsed()) / per_call)));
+  }
   const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
   double temp = t0;
   const double log_max_len = std::log(static_cast<double>(std::max<std::size_t>(1, n / static_cast<std::size_t>(k))) + 1.0);
@@ -205,7 +217,7 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   std::vector<std::int64_t> moved(unit.size(), -1);  // per unit: the last move that sent it
   std::int64_t move = 0;
   Plan cand;
-  while (ev.calls < budget) {
+  while (ev.calls < budget && (time_limit <= 0 || elapsed() < time_limit)) {
     cand = cur;
     const std::size_t start = static_cast<std::size_t>(rng.uniform_int(n));
     const auto draw = static_cast<std::size_t>(std::exp(rng.uniform_double() * log_max_len));
