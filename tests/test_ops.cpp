@@ -334,6 +334,23 @@ TEST_CASE("categorical: sampling frequencies, log-prob and entropy", "[ops]") {
   }
   check_gradients([&](const std::vector<Variable>& v) { return categorical_log_prob(v[0], act); }, {logits});
   check_gradients([](const std::vector<Variable>& v) { return categorical_entropy(v[0]); }, {logits});
+  // One log-softmax shared by several action sets: pick_columns gives categorical_log_prob's values,
+  // and the picks' gradients add up in the shared input.
+  Tensor act2 = Tensor::from_vector<std::int32_t>({3, 3, 0, 1});
+  REQUIRE(pick_columns(log_softmax(V(logits)), act).value().to_vector<float>() == lp.to_vector<float>());
+  check_gradients([&](const std::vector<Variable>& v) { return pick_columns(v[0], act); }, {logits});
+  check_gradients(
+      [&](const std::vector<Variable>& v) {
+        Variable ls = log_softmax(v[0]);
+        return pick_columns(ls, act) * 2.f + pick_columns(ls, act2) - pick_columns(ls, act);
+      },
+      {logits});
+  REQUIRE_THROWS_WITH(pick_columns(V(logits), Tensor::from_vector<std::int32_t>({0, 0, 9, 0})),
+                      Catch::Contains("out of range"));
+  // Sampling from precomputed probabilities draws what sample_categorical draws.
+  Rng s3(99), s4(99);
+  REQUIRE(sample_from_probs(categorical_probs(logits), s3).to_vector<std::int32_t>() ==
+          sample_categorical(logits, s4).to_vector<std::int32_t>());
 
   // Greedy picks the maximum; a one-hot distribution always samples its action.
   Tensor peaked = Tensor::from_vector<float>({0.f, 50.f, 0.f, -50.f, -50.f, 10.f}, Shape{2, 3});

@@ -445,7 +445,7 @@ void require_valid(const OpGraph& g, const Decision& d) {
 }
 }  // namespace
 
-TEST_CASE("decode: fusion groups are single-device and convex; colocation is respected; to_plan is valid",
+TEST_CASE("decode: fusion groups are single-device and convex, colocation is respected, to_plan is valid",
           "[policy]") {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     const OpGraph g = random_op_graph(300, seed, 5);

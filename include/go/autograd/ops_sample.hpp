@@ -3,6 +3,7 @@
 // sampling, greedy choice, log-probability of chosen actions and entropy, the
 // last two differentiable (what a policy-gradient loss needs).
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "go/autograd/ops_norm.hpp"
@@ -18,13 +19,19 @@ inline void check_logits(const Tensor& logits, const char* op) {
 }
 }  // namespace detail
 
-// One action per row, drawn from softmax(logits[row]) with rng (rows in order,
-// one uniform draw each: the same seed gives the same actions). i32 [n].
-inline Tensor sample_categorical(const Tensor& logits, Rng& rng) {
-  detail::check_logits(logits, "sample_categorical");
-  const std::int64_t n = logits.dim(0), a = logits.dim(1);
+// Row-wise softmax probabilities of logits [n, a] (what sample_from_probs draws from).
+inline Tensor categorical_probs(const Tensor& logits) {
+  detail::check_logits(logits, "categorical_probs");
   Tensor probs = Tensor::empty(logits.shape());
-  kernels::softmax_forward(logits.f32(), probs.f32(), n, a, false);
+  kernels::softmax_forward(logits.f32(), probs.f32(), logits.dim(0), logits.dim(1), false);
+  return probs;
+}
+
+// One action per row, drawn from probs[row] with rng (rows in order, one uniform draw each: the
+// same seed gives the same actions). i32 [n].
+inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
+  detail::check_logits(probs, "sample_from_probs");
+  const std::int64_t n = probs.dim(0), a = probs.dim(1);
   Tensor out = Tensor::empty(Shape{n}, DType::i32);
   for (std::int64_t i = 0; i < n; ++i) {
     const float* p = probs.f32() + i * a;
@@ -43,6 +50,35 @@ inline Tensor sample_categorical(const Tensor& logits, Rng& rng) {
     out.data<std::int32_t>()[i] = pick;
   }
   return out;
+}
+
+// One action per row, drawn from softmax(logits[row]) with rng. i32 [n].
+inline Tensor sample_categorical(const Tensor& logits, Rng& rng) {
+  return sample_from_probs(categorical_probs(logits), rng);
+}
+
+// x[i, index[i]] for each row of x [n, a]: [n]. With x = log_softmax(logits) this is
+// categorical_log_prob, sharing one log-softmax among several action sets (the GO policy's samples).
+inline Variable pick_columns(const Variable& x, const Tensor& index) {
+  const Tensor& v = x.value();
+  GO_CHECK(v.rank() == 2 && v.dtype() == DType::f32, "pick_columns needs f32 [n, a], got ", v.describe());
+  const std::int64_t n = v.dim(0), a = v.dim(1);
+  GO_CHECK(index.dtype() == DType::i32 && index.numel() == n, "pick_columns: index ", index.describe(),
+           " must be i32 with one entry per row of ", v.shape().to_string());
+  const std::int32_t* idx = index.data<std::int32_t>();
+  for (std::int64_t i = 0; i < n; ++i)
+    GO_CHECK(idx[i] >= 0 && idx[i] < a, "pick_columns: index ", idx[i], " of row ", i, " out of range [0, ", a, ")");
+  Tensor out = Tensor::empty(Shape{n});
+  for (std::int64_t i = 0; i < n; ++i) out.f32()[i] = v.f32()[i * a + idx[i]];
+  return Variable::make(std::move(out), {x}, [index](std::vector<Variable>& in, const Tensor& g) {
+    if (!in[0].requires_grad()) return;
+    const std::int64_t n = in[0].dim(0), a = in[0].dim(1);
+    bool acc = false;
+    Tensor& d = in[0].grad_slot(acc);  // written in place: no [n, a] temporary per pick
+    if (!acc) std::memset(d.f32(), 0, static_cast<std::size_t>(n * a) * sizeof(float));
+    const std::int32_t* idx = index.data<std::int32_t>();
+    for (std::int64_t i = 0; i < n; ++i) d.f32()[i * a + idx[i]] += g.f32()[i];
+  });
 }
 
 // The most likely action of each row (first on ties). i32 [n].

@@ -275,56 +275,73 @@ class GoPolicy : public nn::Module {
       for (const Actions& a : *given) check_actions(g, a, num_devices);
     }
     std::vector<PolicyOutput> outs(count);
-    auto choose = [&](const Variable& logits, std::size_t k, int task) {
+    // Per logits tensor, computed once whatever the number of outputs that read it: the sampling
+    // probabilities and the log-softmax each output picks its log-probabilities from.
+    struct Dist {
+      Variable logits, log_softmax;
+      Tensor probs;
+    };
+    auto dist = [&](const Variable& logits) {
+      Dist d{logits, log_softmax(logits), Tensor()};
+      if (mode == Decode::sample) d.probs = categorical_probs(logits.value());
+      return d;
+    };
+    auto choose = [&](const Dist& d, std::size_t k, int task) {
       if (mode == Decode::given) {
         const Actions& a = (*given)[k];
         return task == 0 ? a.device : task == 1 ? a.priority : a.fuse;
       }
-      if (mode == Decode::greedy) return argmax_rows(logits.value());
-      return sample_categorical(logits.value(), (*rngs)[k]);
+      if (mode == Decode::greedy) return argmax_rows(d.logits.value());
+      return sample_from_probs(d.probs, (*rngs)[k]);
     };
+    std::vector<Dist> per_output(3 * count);  // [k * 3 + task]
+    const Dist dd = dist(t.device_logits);
     Variable shared_entropy;
     if (cfg_.chain == "hidden") {
       Variable zs = run_blocks(1, t.zp, t.context);
-      Variable pl = priority_logits(g, zs);
-      Variable fl = fusion_logits(g, run_blocks(2, zs, t.context));
+      const Dist pd = dist(priority_logits(g, zs));
+      const Dist fd = dist(fusion_logits(g, run_blocks(2, zs, t.context)));
       Tensor greedy[3];
       if (mode == Decode::greedy) {
-        greedy[0] = argmax_rows(t.device_logits.value());
-        greedy[1] = argmax_rows(pl.value());
-        greedy[2] = argmax_rows(fl.value());
+        greedy[0] = argmax_rows(dd.logits.value());
+        greedy[1] = argmax_rows(pd.logits.value());
+        greedy[2] = argmax_rows(fd.logits.value());
       }
       for (std::size_t k = 0; k < count; ++k) {
         PolicyOutput& o = outs[k];
-        o.device_logits = t.device_logits;
-        o.priority_logits = pl;
-        o.fusion_logits = fl;
+        per_output[3 * k] = dd;
+        per_output[3 * k + 1] = pd;
+        per_output[3 * k + 2] = fd;
         if (mode == Decode::greedy) {
           o.actions = {greedy[0], greedy[1], greedy[2]};
         } else {
-          o.actions.device = choose(t.device_logits, k, 0);
-          o.actions.priority = choose(pl, k, 1);
-          o.actions.fuse = choose(fl, k, 2);
+          o.actions.device = choose(dd, k, 0);
+          o.actions.priority = choose(pd, k, 1);
+          o.actions.fuse = choose(fd, k, 2);
         }
       }
-      shared_entropy = categorical_entropy(t.device_logits) + categorical_entropy(pl) + categorical_entropy(fl);
+      shared_entropy = categorical_entropy(dd.logits) + categorical_entropy(pd.logits) + categorical_entropy(fd.logits);
     } else {
       for (std::size_t k = 0; k < count; ++k) {
         PolicyOutput& o = outs[k];
-        o.device_logits = t.device_logits;
-        o.actions.device = choose(t.device_logits, k, 0);
+        per_output[3 * k] = dd;
+        o.actions.device = choose(dd, k, 0);
         Variable zs = run_blocks(1, device_action_->add_to(t.zp, o.actions.device), t.context);
-        o.priority_logits = priority_logits(g, zs);
-        o.actions.priority = choose(o.priority_logits, k, 1);
+        per_output[3 * k + 1] = dist(priority_logits(g, zs));
+        o.actions.priority = choose(per_output[3 * k + 1], k, 1);
         Variable zf = run_blocks(2, priority_action_->add_to(zs, o.actions.priority), t.context);
-        o.fusion_logits = fusion_logits(g, zf);
-        o.actions.fuse = choose(o.fusion_logits, k, 2);
+        per_output[3 * k + 2] = dist(fusion_logits(g, zf));
+        o.actions.fuse = choose(per_output[3 * k + 2], k, 2);
       }
     }
-    for (PolicyOutput& o : outs) {
-      o.log_prob_device = categorical_log_prob(o.device_logits, o.actions.device);
-      o.log_prob_priority = categorical_log_prob(o.priority_logits, o.actions.priority);
-      o.log_prob_fusion = categorical_log_prob(o.fusion_logits, o.actions.fuse);
+    for (std::size_t k = 0; k < count; ++k) {
+      PolicyOutput& o = outs[k];
+      o.device_logits = per_output[3 * k].logits;
+      o.priority_logits = per_output[3 * k + 1].logits;
+      o.fusion_logits = per_output[3 * k + 2].logits;
+      o.log_prob_device = pick_columns(per_output[3 * k].log_softmax, o.actions.device);
+      o.log_prob_priority = pick_columns(per_output[3 * k + 1].log_softmax, o.actions.priority);
+      o.log_prob_fusion = pick_columns(per_output[3 * k + 2].log_softmax, o.actions.fuse);
       o.log_prob = o.log_prob_device + o.log_prob_priority + o.log_prob_fusion;
       o.log_prob_sum = sum(o.log_prob);
       o.entropy = shared_entropy.defined() ? shared_entropy

@@ -133,6 +133,12 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
   const Plan greedy = decisions[0].first;
   for (std::size_t j = 0; j < decisions.size(); ++j)
     consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
+  // the anchor, which a fresh policy decodes greedily, is a candidate too: zero-shot never answers
+  // worse than the heuristic it starts from (simulated when the trainer was built)
+  if (std::isfinite(task.anchor_step_time) && task.anchor_step_time < best_t) {
+    best_t = task.anchor_step_time;
+    best = task.best_plan;
+  }
   auto within_time = [&] {
     return o.time_limit <= 0 ||
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
