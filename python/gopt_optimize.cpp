@@ -71,6 +71,9 @@ py::dict stats_dict(const go::rl::UpdateStats& s) {
   d["samples"] = s.samples;
   d["seconds"] = s.seconds;
   d["samples_per_second"] = s.samples_per_second;
+  d["sample_seconds"] = s.sample_seconds;
+  d["simulate_seconds"] = s.simulate_seconds;
+  d["train_seconds"] = s.train_seconds;
   return d;
 }
 
