@@ -187,6 +187,9 @@ Loaded load(const std::string& dir) {
       t.meta.value("name", std::string("graph")), get("kinds"), get("numeric"),
       std::span<const std::int32_t>(dst.data<std::int32_t>(), static_cast<std::size_t>(dst.numel())),
       std::span<const std::int32_t>(src.data<std::int32_t>(), static_cast<std::size_t>(src.numel())));
+  // the mask as dump computed it from the op graph (the fusion rules need kinds and roles, which
+  // from_arrays does not have): both implementations read this one
+  l.pg.fusion_mask = get("fusion_mask");
   l.actions = {get("act_device"), get("act_priority"), get("act_fuse")};
   l.devices = t.meta.at("num_devices").get<int>();
   return l;
