@@ -282,7 +282,7 @@ void bind_optimize(py::module_& m) {
      py::arg("finetune") = -1, py::arg("check_colocation") = true, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
-budget: simulations of random/anneal; fusion: "none" or "xla"; expert: human's expert split file;
+budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 (-1: budget / 16). A plan that does not fit memory comes back with valid False.)doc");
 

@@ -331,7 +331,7 @@ TEST_CASE("baselines: the seed makes random choices reproducible", "[baselines]"
 // The default sizes of bench/README.md (random/anneal get 10 simulations), on k devices. Every plan
 // passes the simulator's checks (place() throws otherwise) and is valid or out of memory with the
 // reason. Where the human plan fits, every method but default (all on one device) fits too; where
-// any method fits, the list schedulers (heft, m-etf, m-sct, with the memory feedback) fit too. The
+// any method that leaves fusion alone fits, the list schedulers (heft, m-etf, m-sct, with the memory feedback) fit too. The
 // out-of-memory results are listed: default on the large graphs; on gnmt8 x2, where human and METIS
 // do not fit either, m-topo (no split of its topological fill fits: bench/README.md) and random and
 // anneal at this budget.
@@ -347,7 +347,8 @@ static void every_method_fits_where_human_fits(int k) {
       INFO(name << " on " << k << " devices: " << m);
       const go::PlaceResult r = go::place(m, g, c, small_budget(10));
       CHECK((r.valid || r.status == go::SimStatus::out_of_memory));
-      any_fits = any_fits || r.valid;
+      // (anneal also searches fusion, which saves memory: it may fit where no placement alone does)
+      if (!go::find_place_method(m).decides_fusion) any_fits = any_fits || r.valid;
       if (!r.valid) {
         CHECK_THAT(r.reason, Contains("out of memory"));
         oom += " " + name + "/" + m;

@@ -3,6 +3,7 @@
 // verdict, the XLA-like heuristic, the policy's fusion mask and decode repair, and annealing.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -462,6 +463,46 @@ TEST_CASE("xla fusion on real training graphs: legal, adds with two computed inp
   }
 }
 
+TEST_CASE("fusion edges: all flags are the XLA-like heuristic, a plan's flags rebuild its groups, random flags stay legal",
+          "[fusion][baselines]") {
+  const OpGraph g = go::make_training_graph(go::load_graph("zoo:transformer_xl2:segments=2"));
+  const go::FusionEdges edges(g);
+  std::int64_t data_inputs = 0;
+  for (const go::Op& o : g.ops()) data_inputs += static_cast<std::int64_t>(g.inputs(o.id).size());
+  CHECK(edges.size() == data_inputs);
+  go::Plan xla = go::human_plan(g, go::cluster_preset("v100x4"));
+  REQUIRE(go::apply_xla_fusion(g, xla) > 0);
+  // every flag set, or the flags of the XLA plan's own groups: the same groups
+  std::vector<std::uint8_t> all(static_cast<std::size_t>(edges.size()), 1);
+  go::Plan p = xla;
+  p.fusion.clear();
+  edges.apply(g, p, &all);
+  CHECK(p.fusion == xla.fusion);
+  const std::vector<std::uint8_t> own = edges.flags_of(g, xla);
+  CHECK(std::count(own.begin(), own.end(), 1) > 0);
+  CHECK(std::count(own.begin(), own.end(), 1) < edges.size());
+  p.fusion.clear();
+  edges.apply(g, p, &own);
+  CHECK(p.fusion == xla.fusion);
+  // no flag: no group
+  std::vector<std::uint8_t> none(static_cast<std::size_t>(edges.size()), 0);
+  CHECK(edges.apply(g, p, &none) == 0);
+  CHECK(p.fusion.empty());
+  // random flags on random devices: legal plans (rules, one device per group, acyclic)
+  go::Rng rng(7);
+  for (int trial = 0; trial < 5; ++trial) {
+    go::Plan q = xla;
+    for (auto& d : q.device) d = rng.uniform() < 0.1f ? static_cast<std::int32_t>(rng.uniform_int(4)) : d;
+    go::colocate(g, q);
+    std::vector<std::uint8_t> f(static_cast<std::size_t>(edges.size()));
+    for (auto& x : f) x = rng.uniform() < 0.5f ? 1 : 0;
+    edges.apply(g, q, &f);
+    CHECK(go::check_plan(g, q, 4) == "");
+  }
+  const std::vector<std::uint8_t> short_flags(static_cast<std::size_t>(edges.size()) - 1, 1);
+  CHECK_THROWS_WITH(edges.apply(g, p, &short_flags), Catch::Contains("flags for a graph with"));
+}
+
 TEST_CASE("policy fusion mask: rows that can never join their producer are masked", "[fusion][policy]") {
   Hand h;
   const OpId x = h.op("x", OpKind::input);
@@ -533,21 +574,34 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
   CHECK(requested > fused_total);
 }
 
-TEST_CASE("anneal keeps fused plans legal, a start with illegal fusion is an error", "[fusion][baselines]") {
+TEST_CASE("anneal searches fusion: every proposal legal, fused groups found from unfused starts", "[fusion][baselines]") {
   const OpGraph g = go::make_training_graph(go::load_graph("zoo:amoebanet:depth=2"));
   const go::Cluster c = go::cluster_preset("v100x4");
+  const go::Simulator sim(g, c);
   go::Plan start = go::human_plan(g, c);
   REQUIRE(go::apply_xla_fusion(g, start) > 0);
   std::int64_t calls = 0;
+  // from a fused start: the result is legal, fits, and is no slower (a proposal with illegal fusion
+  // would throw: the search checks every simulation)
   const go::Plan best = go::anneal_plan(g, c, 150, 3, {}, &calls, {start});
   CHECK(calls == 150);
   CHECK(go::check_plan(g, best, c.num_devices()) == "");
-  // the groups are the start's, each on one device (annealing moves whole groups)
-  CHECK(best.fusion == start.fusion);
-  const go::Simulator sim(g, c);
   const go::SimResult r = sim.simulate(best);
   CHECK(r.valid);
   CHECK(r.step_time <= sim.simulate(start).step_time);
+  // from an unfused start: fusion moves find groups, and the result beats the start
+  const go::Plan bare = go::human_plan(g, c);
+  const go::Plan searched = go::anneal_plan(g, c, 300, 5, {}, nullptr, {bare});
+  CHECK(go::check_plan(g, searched, c.num_devices()) == "");
+  std::int64_t fused_ops = 0;
+  for (auto f : searched.fusion) fused_ops += f >= 0;
+  CHECK(fused_ops >= 10);
+  CHECK(sim.simulate(searched).step_time < sim.simulate(bare).step_time);
+  // the same seed gives the same plan
+  const go::Plan again = go::anneal_plan(g, c, 300, 5, {}, nullptr, {bare});
+  CHECK(again.device == searched.device);
+  CHECK(again.fusion == searched.fusion);
+  CHECK(again.priority == searched.priority);
   // a start that fuses a convolution gradient with a consumer (not an update op: moving that would
   // split its colocation group first)
   go::Plan bad = go::human_plan(g, c);

@@ -187,7 +187,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
       ->check(count_at_least());
-  cmd->add_option("--fusion", opts->fusion, "none | xla (default none)");
+  cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none; anneal and the go methods choose fusion themselves)");
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--time-limit", opts->time_limit,
                   "anneal, go, go-one: wall-clock seconds of optimization per graph (0: no limit; go-one then trains as many "

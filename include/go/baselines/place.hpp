@@ -10,8 +10,10 @@
 //   heft     HEFT list scheduling with communication costs                    (list_scheduling.hpp)
 //   m-topo, m-etf, m-sct   Baechi's memory-constrained placers                (list_scheduling.hpp)
 //   random, anneal         search with the simulator, budget in simulations,  (search.hpp)
-//                          starting from the default and the human plans
-// PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to any plan.
+//                          starting from the default and the human plans (anneal: also with
+//                          XLA-like fusion, and it searches fusion itself)
+// PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to the plan of
+// every method that does not choose fusion itself (all but anneal and the RL methods).
 // Other optimizers (the RL `go` method) join with register_place_method(); a later registration
 // under an existing name replaces it. The registry is process-wide and not synchronised: register
 // before placing from several threads.
@@ -60,6 +62,17 @@ inline std::vector<Plan> search_starts(const OpGraph& g, const Cluster& c, const
   return {default_plan(g), human_plan(g, c, o.expert_split)};
 }
 
+// Starting plans of anneal, which searches fusion too: those of random, then each with XLA-like
+// fusion where that fuses anything.
+inline std::vector<Plan> anneal_starts(const OpGraph& g, const Cluster& c, const PlaceOptions& o) {
+  std::vector<Plan> s = search_starts(g, c, o);
+  for (std::size_t i = 0, m = s.size(); i < m; ++i) {
+    Plan f = s[i];
+    if (apply_xla_fusion(g, f) > 0) s.push_back(std::move(f));
+  }
+  return s;
+}
+
 inline std::vector<PlaceMethod> builtin_methods() {
   std::vector<PlaceMethod> m;
   m.push_back({"default", "every op on device 0, first-ready scheduling, no fusion (TensorFlow's default)",
@@ -84,10 +97,10 @@ inline std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
                }});
-  m.push_back({"anneal", "simulated annealing over placement and priority from the better of the default and human plans (budget: simulations; --time-limit: seconds)",
+  m.push_back({"anneal", "simulated annealing over placement, priority and fusion from the best of the default and human plans, with and without XLA-like fusion (budget: simulations; --time-limit: seconds)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o), o.time_limit);
-               }});
+                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, anneal_starts(g, c, o), o.time_limit);
+               }, false, true});
   return m;
 }
 

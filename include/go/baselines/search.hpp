@@ -16,29 +16,33 @@
 //   blocks (m uniform in [1, k], cut points uniform), gives the blocks distinct random devices, and
 //   with probability 1/2 adds random priorities (uniform in [0, 1) per op). Colocation groups are
 //   then enforced. The best sample wins.
-// anneal: starts from the best starting plan. A move either (p = 0.8) sends a contiguous run of
-//   the topological order (start uniform, length log-uniform in [1, n / k]) to a random device
-//   (with fusion groups: every op of a group or a colocation group that the run touches, closed
-//   under both, so each group stays on one device), or
+// anneal: starts from the best starting plan and searches placement, priorities and fusion. A move
+//   (with k > 1 devices; on one device only the last two) either
+//   (p = 0.6) sends a contiguous run of the topological order (start uniform, length log-uniform in
+//   [1, n / k]) to a random device, colocation groups following, or
 //   (p = 0.2) perturbs the priorities of such a run by N(0, n/10) (priorities start as
-//   n - topological position, which reproduces first-ready order on chains). Metropolis acceptance
+//   n - topological position, which reproduces first-ready order on chains), or
+//   (p = 0.2) sets or clears, with equal odds, the fusion flags of every data input of such a run
+//   (a graph where no edge may fuse gets no fusion moves: p = 0.8 and 0.2 for the first two).
+//   Fusion is a flag per data edge (FusionEdges, go/baselines/fusion.hpp; the starting plan's groups
+//   give the first flags) and is rebuilt after every device or fusion move: edges whose ends share
+//   a device merge where the fusion rules (go/graph/fusion_rules.hpp) allow, so every proposal is a
+//   legal plan, and a device move that separates a group's ops splits it. Metropolis acceptance
 //   with a temperature decaying geometrically from 5% to 0.005% of the starting cost over the
 //   budget (or over the simulations that fit in a time limit); while the current plan fits, a move
 //   to a plan that does not is always rejected.
-// Neither changes fusion: random search proposes unfused plans; anneal keeps its starting plan's
-//   fusion groups, and when there are any, a device move takes whole groups (above), so no
-//   proposal splits a group over devices or breaks the fusion rules (go/graph/fusion_rules.hpp). A
-//   starting plan whose fusion is invalid (rules, devices, cycles) is an error.
+// random proposes unfused plans. A starting plan whose fusion is invalid (rules, devices, cycles)
+//   is an error.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "go/baselines/common.hpp"
+#include "go/baselines/fusion.hpp"
 #include "go/core/error.hpp"
 #include "go/core/rng.hpp"
 #include "go/graph/graph.hpp"
@@ -102,33 +106,6 @@ struct SearchEval {
     return out;
   }
 };
-
-// Placement units of a fused plan: union of its fusion groups and colocation groups, closed under
-// both (unit[v] = a representative op; empty when the plan has no fusion). Moving whole units keeps
-// every fusion group on one device.
-inline std::vector<OpId> fused_placement_units(const OpGraph& g, const Plan& p) {
-  if (p.fusion.empty()) return {};
-  const auto n = static_cast<std::size_t>(g.num_ops());
-  std::vector<OpId> parent(n);
-  for (std::size_t i = 0; i < n; ++i) parent[i] = static_cast<OpId>(i);
-  auto find = [&](OpId x) {
-    while (parent[static_cast<std::size_t>(x)] != x)
-      x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
-    return x;
-  };
-  std::unordered_map<std::int64_t, OpId> first;  // fusion id f -> its first op; colocation c -> (-1 - c)
-  for (OpId v = 0; v < g.num_ops(); ++v) {
-    const std::int32_t f = p.fusion[static_cast<std::size_t>(v)], c = g.op(v).colocation;
-    for (std::int64_t key : {f >= 0 ? std::int64_t{f} : std::int64_t{-1}, c >= 0 ? -2 - std::int64_t{c} : std::int64_t{-1}}) {
-      if (key == -1) continue;
-      auto [it, fresh] = first.emplace(key, v);
-      if (!fresh) parent[static_cast<std::size_t>(find(v))] = find(it->second);
-    }
-  }
-  std::vector<OpId> unit(n);
-  for (std::size_t i = 0; i < n; ++i) unit[i] = find(static_cast<OpId>(i));
-  return unit;
-}
 
 }  // namespace detail::base
 
@@ -210,39 +187,39 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
   double temp = t0;
   const double log_max_len = std::log(static_cast<double>(std::max<std::size_t>(1, n / static_cast<std::size_t>(k))) + 1.0);
-  // fused: every op of the units a run touches moves with it
-  const std::vector<OpId> unit = detail::base::fused_placement_units(g, cur);
-  std::vector<std::vector<OpId>> unit_ops(unit.empty() ? 0 : n);
-  for (std::size_t i = 0; i < unit.size(); ++i) unit_ops[static_cast<std::size_t>(unit[i])].push_back(static_cast<OpId>(i));
-  std::vector<std::int64_t> moved(unit.size(), -1);  // per unit: the last move that sent it
-  std::int64_t move = 0;
+  const FusionEdges edges(g);
+  std::vector<std::uint8_t> cur_flags = edges.flags_of(g, cur), cand_flags;
+  bool fusible = false;  // without an edge that may fuse, fusion moves would only waste simulations
+  for (OpId v = 0; v < g.num_ops() && !fusible; ++v)
+    for (TensorId t : g.inputs(v)) fusible = fusible || fusion_pair_possible(g, v, g.tensor(t).producer);
+  const float p_device = fusible ? 0.6f : 0.8f, p_priority = fusible ? 0.8f : 1.0f;
   Plan cand;
   while (ev.calls < budget && (time_limit <= 0 || elapsed() < time_limit)) {
     cand = cur;
+    cand_flags = cur_flags;
     const std::size_t start = static_cast<std::size_t>(rng.uniform_int(n));
     const auto draw = static_cast<std::size_t>(std::exp(rng.uniform_double() * log_max_len));
     const std::size_t len = std::min(n - start, std::max<std::size_t>(1, draw));
-    if (k > 1 && rng.uniform() < 0.8f) {
+    const float kind = k > 1 ? rng.uniform() : fusible ? 0.6f + 0.4f * rng.uniform() : 0.8f;
+    if (kind < p_device) {
       const auto d = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(k)));
-      if (unit.empty()) {
-        for (std::size_t p = start; p < start + len; ++p) cand.device[static_cast<std::size_t>(topo[p])] = d;
-        colocate(g, cand);
-      } else {
-        ++move;
-        for (std::size_t p = start; p < start + len; ++p) {
-          const auto u = static_cast<std::size_t>(unit[static_cast<std::size_t>(topo[p])]);
-          if (moved[u] == move) continue;
-          moved[u] = move;
-          for (OpId v : unit_ops[u]) cand.device[static_cast<std::size_t>(v)] = d;
-        }
-      }
-    } else {
+      for (std::size_t p = start; p < start + len; ++p) cand.device[static_cast<std::size_t>(topo[p])] = d;
+      colocate(g, cand);
+      edges.apply(g, cand, &cand_flags);
+    } else if (kind < p_priority) {
       if (cand.priority.empty()) {
         cand.priority.resize(n);
         for (std::size_t p = 0; p < n; ++p) cand.priority[static_cast<std::size_t>(topo[p])] = static_cast<float>(n - p);
       }
       const float sd = static_cast<float>(n) / 10.0f;
       for (std::size_t p = start; p < start + len; ++p) cand.priority[static_cast<std::size_t>(topo[p])] += rng.normal(0.0f, sd);
+    } else {
+      const std::uint8_t on = rng.uniform() < 0.5f ? 1 : 0;
+      for (std::size_t p = start; p < start + len; ++p) {
+        const auto v = static_cast<std::size_t>(topo[p]);
+        std::fill(cand_flags.begin() + edges.base[v], cand_flags.begin() + edges.base[v + 1], on);
+      }
+      edges.apply(g, cand, &cand_flags);
     }
     const auto sc = ev.score(cand);
     const bool accept = !(cur_score < sc) ||
@@ -250,6 +227,7 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
                          rng.uniform_double() < std::exp(-(sc.cost - cur_score.cost) / temp));
     if (accept) {
       std::swap(cur, cand);
+      std::swap(cur_flags, cand_flags);
       cur_score = sc;
       if (cur_score < best_score) {
         best_score = cur_score;
