@@ -1,5 +1,5 @@
 // gopt info: nodes, edges, FLOPs, parameter and activation bytes, op-kind histogram and critical
-// path of a graph file (ONNX, go-graph JSON, PipeDream graph.txt, dnn-partitioning JSON).
+// path of a graph file (ONNX, go-graph JSON, PipeDream graph.txt, dnn-partitioning JSON, NeuSight CSV).
 #include "info.hpp"
 #include "format.hpp"
 
@@ -120,7 +120,8 @@ void add_info_command(CLI::App& app) {
   std::string zoo;
   for (const auto& n : go::zoo_names()) zoo += (zoo.empty() ? "" : ", ") + n;
   cmd->add_option("graph", opts->graph,
-                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>, a "
+                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N]) "
+                  "or zoo:<name>, a "
                   "generated forward graph (add --training for the training graph) with <name> one of: " + zoo)
       ->required();
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update)");

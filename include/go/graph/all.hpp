@@ -7,6 +7,7 @@
 #include "go/graph/io.hpp"
 #include "go/graph/json.hpp"
 #include "go/graph/load.hpp"
+#include "go/graph/neusight.hpp"
 #include "go/graph/onnx.hpp"
 #include "go/graph/op_kind.hpp"
 #include "go/graph/pipedream.hpp"

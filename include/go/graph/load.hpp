@@ -4,12 +4,16 @@
 //   - JSON (".json", or content starting with '{'): a go-graph document ("format": "go-graph") or a
 //     dnn-partitioning graph ("nodes" + "edges" with sourceId/destId);
 //   - PipeDream graph.txt (".txt", or a first line "nodeK -- ...");
+//   - NeuSight torch.fx profiles (".csv", or a header "op,target,..." with _input_nodes and fw_latency;
+//     neusight.hpp): the whole model from one traced layer, its count from the sibling .json or a
+//     path suffix ":layers=N" (e.g. gpt2_large-train-1024-1.csv:layers=4);
 //   - ONNX protobuf (".onnx", or anything else that parses as a ModelProto);
 //   - "zoo:<name>[:<option>=<value>...]": a generated workload (zoo.hpp, zoo_names()) with its default
 //     sizes or the given ones (e.g. zoo:gnmt2:seq=16:batch=32), as a FORWARD
 //     graph like every other source; make_training_graph (`--training`) expands it to the training
 //     graph, whose size is what zoo.hpp documents (gnmt8, transformer_xl8, wavenet4: 40k-100k ops).
 // Errors are go::Error with a one-line message starting with the path.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,13 +24,14 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/io.hpp"
 #include "go/graph/json.hpp"
+#include "go/graph/neusight.hpp"
 #include "go/graph/onnx.hpp"
 #include "go/graph/pipedream.hpp"
 #include "go/graph/zoo.hpp"
 
 namespace go {
 
-enum class GraphFormat { auto_detect, onnx, json, pipedream, dnn_partitioning };
+enum class GraphFormat { auto_detect, onnx, json, pipedream, dnn_partitioning, neusight };
 
 namespace detail {
 
@@ -51,6 +56,7 @@ inline OpGraph parse_graph(std::string_view data, const std::string& source, Gra
     const std::string ext = detail::file_extension(source);
     if (ext == ".onnx" || ext == ".pb") format = GraphFormat::onnx;
     else if (ext == ".txt") format = GraphFormat::pipedream;
+    else if (ext == ".csv" || looks_like_neusight(data)) format = GraphFormat::neusight;
     else if (ext == ".json" || detail::looks_like_json(data)) format = GraphFormat::json;
     else if (detail::looks_like_pipedream(data)) format = GraphFormat::pipedream;
     else format = GraphFormat::onnx;
@@ -58,6 +64,7 @@ inline OpGraph parse_graph(std::string_view data, const std::string& source, Gra
   switch (format) {
     case GraphFormat::onnx: return parse_onnx(data, source);
     case GraphFormat::pipedream: return parse_pipedream(data, source);
+    case GraphFormat::neusight: return parse_neusight(data, source);
     case GraphFormat::json:
     case GraphFormat::dnn_partitioning: {
       nlohmann::json j = detail::parse_json_text(data, source);
@@ -75,6 +82,17 @@ inline OpGraph parse_graph(std::string_view data, const std::string& source, Gra
 
 inline OpGraph load_graph(const std::string& path, GraphFormat format = GraphFormat::auto_detect) {
   if (path.rfind("zoo:", 0) == 0) return make_zoo_graph_from_spec(std::string_view(path).substr(4));
+  // "<file>:layers=N": a NeuSight profile with N copies of its traced layer.
+  if (const auto sep = path.rfind(":layers="); sep != std::string::npos) {
+    const std::string file = path.substr(0, sep), value = path.substr(sep + 8);
+    std::int64_t n = 0;
+    GO_CHECK(detail::parse_int64(value, n) && n > 0 && n < (1 << 20), path, ": ':layers=' needs a positive integer, got '",
+             value, "'");
+    const std::string data = detail::read_file(file);
+    GO_CHECK(format == GraphFormat::neusight || (format == GraphFormat::auto_detect && looks_like_neusight(data)), path,
+             ": ':layers=' applies to NeuSight profiles only, and ", file, " is not one");
+    return parse_neusight(data, file, NeuSightOptions{static_cast<std::int32_t>(n)});
+  }
   return parse_graph(detail::read_file(path), path, format);
 }
 
