@@ -208,3 +208,59 @@ TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
   CHECK(human_lines == 2);
   fs::remove(csv);
 }
+
+TEST_CASE("gopt simulate / place / eval --cost roofline: measured times ignored; a bad value fails with one line") {
+  const fs::path file = fs::path(GO_DATA_DIR) / "real-data" / "msr-fiddle-pipedream" / "resnet18" / "graph.txt";
+  if (!fs::exists(file)) {
+    WARN("no " << file << ": skipped");
+    return;
+  }
+  const std::string graph = file.string();
+  const go::OpGraph g = go::make_training_graph(go::load_graph(graph));
+  const go::Cluster c = go::cluster_preset("v100x4");
+  auto step = [&](go::CostSource cost) {
+    go::SimOptions so;
+    so.cost = cost;
+    go::Simulator sim(g, c, so);
+    return sim.simulate(go::Plan{}).step_time;
+  };
+  auto sim_json = [&](const std::string& cost) {
+    const auto r = run_gopt({"simulate", graph, "--training", "--cluster", "v100x4", "--cost", cost, "--json"});
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto measured = sim_json("measured"), roof = sim_json("roofline");
+  CHECK(roof["cost"] == "roofline");
+  CHECK(measured["step_time_ms"].get<double>() == Approx(step(go::CostSource::measured) * 1e3).epsilon(1e-12));
+  CHECK(roof["step_time_ms"].get<double>() == Approx(step(go::CostSource::roofline) * 1e3).epsilon(1e-12));
+  CHECK(roof["step_time_ms"].get<double>() != Approx(measured["step_time_ms"].get<double>()).epsilon(0.01));
+  const auto text = run_gopt({"simulate", graph, "--cluster", "t4x2", "--cost", "roofline"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("cost         roofline"));
+
+  const auto place = run_gopt({"place", graph, "--training", "--cluster", "v100x4", "--method", "m-etf", "--cost",
+                               "roofline", "--json"});
+  REQUIRE(place.code == 0);
+  const auto pj = nlohmann::json::parse(place.out);
+  CHECK(pj["cost"] == "roofline");
+  CHECK(pj["step_time_ms"].get<double>() == Approx(go::place("m-etf", go::without_measured_times(g), c).step_time * 1e3).epsilon(1e-12));
+
+  const auto eval = run_gopt({"eval", "--graphs", graph, "--training", "--cluster", "v100x4", "--methods",
+                              "default,m-etf", "--cost", "roofline"});
+  REQUIRE(eval.code == 0);
+  CHECK_THAT(eval.out, Contains("roofline costs (measured times ignored)"));
+
+  for (const std::string cmd : {"simulate", "place", "eval"}) {
+    INFO(cmd);
+    std::vector<std::string> args{cmd};
+    if (cmd == "eval") args.insert(args.end(), {"--graphs", graph, "--methods", "default"});
+    else args.push_back(graph);
+    if (cmd == "place") args.insert(args.end(), {"--method", "default"});
+    args.insert(args.end(), {"--cluster", "v100x2", "--cost", "flops"});
+    const auto bad = run_gopt(args);
+    CHECK(bad.code != 0);
+    CHECK(bad.out.empty());
+    CHECK(count_lines(bad.err) == 1);
+    CHECK_THAT(bad.err, Contains("gopt " + cmd + ": unknown cost source 'flops' (known: measured, roofline)"));
+  }
+}

@@ -27,7 +27,7 @@ namespace gopt {
 namespace {
 
 struct EvalCliOptions {
-  std::string graphs, cluster, methods, csv, fusion = "none";
+  std::string graphs, cluster, methods, csv, fusion = "none", cost = "measured";
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
   double time_limit = 0;
@@ -46,7 +46,7 @@ std::string file_stem(const std::string& graph) {
 // Writes the best valid plan of one graph (and its Chrome trace) into dir; returns the method.
 std::string write_best(const std::string& dir, const std::string& graph, const go::OpGraph& g,
                        const go::Cluster& cluster, const std::vector<std::string>& methods,
-                       const std::vector<go::PlaceResult>& res) {
+                       const std::vector<go::PlaceResult>& res, const go::SimOptions& so) {
   std::size_t best = res.size();
   for (std::size_t k = 0; k < res.size(); ++k)
     if (res[k].valid && (best == res.size() || res[k].step_time < res[best].step_time)) best = k;
@@ -54,7 +54,7 @@ std::string write_best(const std::string& dir, const std::string& graph, const g
   std::filesystem::create_directories(dir);
   const std::string stem = (std::filesystem::path(dir) / file_stem(graph)).string();
   go::save_plan(res[best].plan, g, stem + ".plan.json");
-  const go::Simulator sim(g, cluster);
+  const go::Simulator sim(g, cluster, so);
   go::SimWorkspace ws = sim.make_workspace();
   ws.set_record_memory(true);
   sim.simulate(res[best].plan, ws);
@@ -85,6 +85,7 @@ std::string fmt(const char* f, double x) {
 }
 
 void run_eval(const EvalCliOptions& o) {
+  const go::CostSource cost = go::parse_cost_source(o.cost);
   const go::Cluster cluster = go::load_cluster(o.cluster);
   std::vector<std::string> graphs;
   for (const auto& g : split_list(o.graphs)) {
@@ -105,6 +106,7 @@ void run_eval(const EvalCliOptions& o) {
   po.policy = o.policy;
   po.finetune = o.finetune;
   po.time_limit = o.time_limit;
+  po.sim.cost = cost;
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());
@@ -127,7 +129,7 @@ void run_eval(const EvalCliOptions& o) {
     }
     if (!have_human) human[gi] = go::place("human", g, cluster, po);
     if (!o.trace_dir.empty()) {
-      const std::string m = write_best(o.trace_dir, graphs[gi], g, cluster, methods, res[gi]);
+      const std::string m = write_best(o.trace_dir, graphs[gi], g, cluster, methods, res[gi], po.sim);
       if (!m.empty())
         std::fprintf(stderr, "gopt eval: %s: best plan (%s) and its Chrome trace in %s/%s.{plan,trace}.json\n",
                      graphs[gi].c_str(), m.c_str(), o.trace_dir.c_str(), file_stem(graphs[gi]).c_str());
@@ -135,9 +137,10 @@ void run_eval(const EvalCliOptions& o) {
   }
   if (!o.csv.empty()) go::write_file_atomic(o.csv, csv);
   // table
-  std::printf("cluster %s (%d devices)%s%s; cells: step time ms (optimize s), OOM = does not fit\n\n",
+  std::printf("cluster %s (%d devices)%s%s%s; cells: step time ms (optimize s), OOM = does not fit\n\n",
               cluster.name.c_str(), cluster.num_devices(), o.training ? ", training graphs" : "",
-              po.fusion == go::FusionMode::xla ? ", xla fusion" : "");
+              po.fusion == go::FusionMode::xla ? ", xla fusion" : "",
+              cost == go::CostSource::roofline ? ", roofline costs (measured times ignored)" : "");
   std::printf("| graph | ops |");
   for (const auto& m : methods) std::printf(" %s |", m.c_str());
   std::printf("\n|---|---:|");
@@ -197,6 +200,7 @@ void add_eval_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
+  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
   cmd->callback([opts]() {
     run_command("eval", [&] { run_eval(*opts); });

@@ -126,7 +126,9 @@ void add_info_command(CLI::App& app) {
       ->required();
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
-  cmd->add_option("--device", opts->device, "device preset of the cost model (v100, p100, k80, a100, h100)")
+  std::string devices;
+  for (const auto& d : go::DeviceSpec::preset_names()) devices += (devices.empty() ? "" : ", ") + d;
+  cmd->add_option("--device", opts->device, "device preset of the cost model (" + devices + ")")
       ->capture_default_str();
   cmd->callback([opts]() {
     try {

@@ -21,7 +21,7 @@ namespace gopt {
 namespace {
 
 struct PlaceCliOptions {
-  std::string graph, cluster, method, out, fusion = "none", expert;
+  std::string graph, cluster, method, out, fusion = "none", expert, cost = "measured";
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
   double time_limit = 0;
@@ -30,6 +30,7 @@ struct PlaceCliOptions {
 };
 
 void run_place(const PlaceCliOptions& o) {
+  const go::CostSource cost = go::parse_cost_source(o.cost);
   const go::Cluster cluster = go::load_cluster(o.cluster);
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
@@ -41,6 +42,7 @@ void run_place(const PlaceCliOptions& o) {
   po.policy = o.policy;
   po.finetune = o.finetune;
   po.time_limit = o.time_limit;
+  po.sim.cost = cost;
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
   if (o.json) {
@@ -51,6 +53,7 @@ void run_place(const PlaceCliOptions& o) {
     j["num_ops"] = g.num_ops();
     j["training"] = g.info().training;
     j["fusion"] = o.fusion;
+    j["cost"] = o.cost;
     j["seed"] = o.seed;
     j["budget"] = o.budget;
     j["step_time_ms"] = std::isfinite(r.step_time) ? nlohmann::json(r.step_time * 1e3) : nlohmann::json(nullptr);
@@ -68,6 +71,7 @@ void run_place(const PlaceCliOptions& o) {
   std::printf("graph        %s (%d ops%s)\n", printable(o.graph).c_str(), g.num_ops(), g.info().training ? ", training" : "");
   std::printf("cluster      %s: %d devices\n", printable(cluster.name).c_str(), cluster.num_devices());
   std::printf("method       %s%s\n", o.method.c_str(), po.fusion == go::FusionMode::xla ? " + xla fusion" : "");
+  if (cost == go::CostSource::roofline) std::printf("cost         roofline (measured op times ignored)\n");
   if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
   else std::printf("step time    -\n");
   std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + printable(r.reason)).c_str());
@@ -101,6 +105,7 @@ void add_place_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
+  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
   cmd->callback([opts]() {

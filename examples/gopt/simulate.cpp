@@ -29,6 +29,7 @@ struct SimulateOptions {
   std::string cluster;
   std::string plan;
   std::string trace;
+  std::string cost = "measured";
   bool training = false;
   bool json = false;
   bool no_colocation = false;
@@ -39,6 +40,7 @@ struct SimulateOptions {
 
 void run_simulate(const SimulateOptions& o) {
   GO_CHECK(o.repeat >= 1, "--repeat must be at least 1, got ", o.repeat);
+  const go::CostSource cost = go::parse_cost_source(o.cost);
   const go::Cluster cluster = go::load_cluster(o.cluster);
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
@@ -46,6 +48,7 @@ void run_simulate(const SimulateOptions& o) {
   if (!o.plan.empty()) plan = go::load_plan(o.plan, g);
   go::SimOptions so;
   so.check_colocation = !o.no_colocation;
+  so.cost = cost;
   go::Simulator sim(g, cluster, so);
   go::SimWorkspace ws = sim.make_workspace();
   ws.set_record_memory(!o.trace.empty());
@@ -67,6 +70,7 @@ void run_simulate(const SimulateOptions& o) {
     j["cluster"] = cluster.name;
     j["plan"] = o.plan.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.plan);
     j["training"] = g.info().training;
+    j["cost"] = o.cost;
     j["num_ops"] = g.num_ops();
     j["devices"] = nlohmann::json::array();
     for (const auto& d : cluster.devices) j["devices"].push_back(d.name);
@@ -100,6 +104,7 @@ void run_simulate(const SimulateOptions& o) {
   else
     std::printf("plan         %s%s%s\n", printable(o.plan).c_str(), plan.has_priority() ? ", priorities" : "",
                 plan.has_fusion() ? ", fusion" : "");
+  if (cost == go::CostSource::roofline) std::printf("cost         roofline (measured op times ignored)\n");
   if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
   else std::printf("step time    -\n");
   std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + reason).c_str());
@@ -129,13 +134,15 @@ void add_simulate_command(CLI::App& app) {
   auto opts = std::make_shared<SimulateOptions>();
   std::string presets;
   for (const auto& p : go::cluster_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  std::string devices;
+  for (const auto& d : go::DeviceSpec::preset_names()) devices += (devices.empty() ? "" : ", ") + d;
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity");
   cmd->add_option("graph", opts->graph,
                   "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
       ->required();
   cmd->add_option("--cluster", opts->cluster,
-                  "cluster preset (" + presets + ", or any <v100|p100|k80|a100|h100>x<count>) or go-cluster JSON file")
+                  "cluster preset (" + presets + ", or any <device>x<count>, device one of " + devices + ") or go-cluster JSON file")
       ->required();
   cmd->add_option("--plan", opts->plan,
                   "plan file: go-plan JSON (device, priority, fusion per op) or a dnn-partitioning human-expert split; "
@@ -144,6 +151,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step");
   cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second")
       ->check(count_at_least(1));
+  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {

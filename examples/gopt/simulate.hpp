@@ -1,6 +1,6 @@
 #pragma once
 // `gopt simulate <graph> --cluster <preset|file> [--plan plan.json] [--training] [--trace out.json]
-//                [--repeat N] [--json] [--no-colocation]`: one simulated step of a graph on a cluster.
+//                [--repeat N] [--cost measured|roofline] [--json] [--no-colocation]`: one simulated step of a graph on a cluster.
 #include <CLI/CLI.hpp>
 
 namespace gopt {

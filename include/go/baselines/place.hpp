@@ -173,6 +173,9 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // were made. The first plan that fits is returned, else the attempt whose worst device is least
 // over its capacity. On a single device there is nothing to adjust: no re-runs.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
+  // SimOptions::cost = roofline: the methods' own cost estimates (op_times, anchors, features) see
+  // the graph without measured times too, as the simulator does.
+  if (opts.sim.cost == CostSource::roofline && has_measured_times(g)) return place(method, without_measured_times(g), c, opts);
   constexpr int kMaxRetries = 16;
   const PlaceMethod& m = find_place_method(method);
   c.validate();

@@ -8,7 +8,7 @@
 //     "format": "go-cluster", "version": 1, "name": "my-box",
 //     "devices": { "count": 4, "type": "v100", "memory_bytes": 17179869184 },   // n identical devices
 //       or      [ { "name": "gpu0", "type": "v100" }, { "name": "gpu1", "type": "p100", "peak_flops": 9e12 } ],
-//     //  device fields: type (a DeviceSpec preset: v100 p100 k80 a100 h100, default v100), peak_flops,
+//     //  device fields: type (a DeviceSpec preset, default v100; graph/cost.hpp lists them), peak_flops,
 //     //  mem_bandwidth (bytes/s), memory_bytes, launch_overhead (s), bandwidth_efficiency,
 //     //  compute_efficiency ({"conv": 0.6, ...} per op kind); every field overrides the preset.
 //     "channels": "duplex",      // duplex | shared | sender (see ChannelModel)
@@ -21,8 +21,10 @@
 //   }
 // cluster_to_json writes the device list and full matrices, so any cluster round-trips.
 //
-// Presets (cluster_preset): "<device>x<count>" for the DeviceSpec presets, with the interconnect of
-// the machines they came in:
+// Presets (cluster_preset): "<device>x<count>" for every DeviceSpec preset (graph/cost.hpp: the
+// device numbers and their sources), with the interconnect of the machines they came in. Link
+// bandwidths are per direction (NVLink's "600 GB/s per GPU" is 300 each way), effective rates
+// where a bus is involved.
 //   v100xN  NVLink 2 (DGX-1): 25 GB/s per direction, 20 us; for N = 8 the hybrid cube-mesh: GPUs of
 //           one quad (0-3, 4-7) and pairs (i, i+4) are NVLink-connected, the other pairs go through
 //           PCIe + the CPU interconnect at 10 GB/s, 30 us. 16 GB each.
@@ -30,7 +32,22 @@
 //   k80xN   Placeto's simulator setting: 7.6 GB/s, 25 us per transfer, 5.7 us after each kernel
 //           (the K80 DeviceSpec's launch overhead). 12 GB per GK210 die.
 //   a100xN  NVSwitch, NVLink 3: 300 GB/s per direction, 10 us. 40 GB each.
-//   h100xN  NVSwitch, NVLink 4: 450 GB/s per direction, 10 us. 80 GB each.
+// The NeuSight GPUs and the H100 SXM, in boxes of 8 (DGX/HGX, 8-GPU PCIe servers); for N > 8, pairs
+// in different boxes go over the network at 30 us:
+//   preset (xN)      device link                                   across boxes (N > 8)
+//   h100             NVSwitch, NVLink 4: 450 GB/s, 10 us            NDR 400 Gb/s per GPU: 50 GB/s
+//                    (HGX H100: 900 GB/s per GPU both ways)
+//   a100-sxm4-40gb   NVSwitch, NVLink 3: 300 GB/s, 10 us            HDR 200 Gb/s per GPU: 25 GB/s
+//                    (HGX/DGX A100: 600 GB/s per GPU both ways)
+//   a100-pcie-40gb   PCIe 4.0 x16: 25 GB/s effective, 20 us         100 Gb/s: 12.5 GB/s
+//   a100-80gb-pcie, l4, mi100, mi210: the same (PCIe 4.0 cards; the optional NVLink / Infinity
+//                    Fabric bridges of the A100 PCIe and MI100/MI210 are a go-cluster JSON away)
+//   v100-pcie-32gb   PCIe 3.0 x16: 12 GB/s effective, 20 us          12 GB/s (PCIe-bound)
+//   p100-pcie-16gb, p4, t4: the same (PCIe 3.0 cards)
+//   mi250            per GCD (an MI250 is two GCDs, gpu 2k and 2k+1): inside the package 4 Infinity
+//                    Fabric links, 200 GB/s, 10 us; between packages in a box of 4 MI250 (8 GCDs)
+//                    one link, 50 GB/s, 10 us (AMD CDNA 2 white paper: 50 GB/s per link per
+//                    direction)                                     HDR 200 Gb/s: 25 GB/s
 // The latencies are per transfer as a framework sees it (copy launch + synchronisation), not the
 // wire latency; tune them in a JSON cluster for another framework.
 #include <algorithm>
@@ -188,11 +205,17 @@ inline Cluster cluster_preset(std::string_view name) {
     else count = count * 10 + (ch - '0');
   }
   ok = ok && count >= 1 && count <= 1024;
-  ok = ok && (type == "v100" || type == "p100" || type == "k80" || type == "a100" || type == "h100");
-  GO_CHECK(ok, "unknown cluster preset '", name,
-           "' (known: v100x2, v100x4, v100x8, p100x4, k80x2, h100x8, or any <v100|p100|k80|a100|h100>x<count>)");
+  const std::vector<std::string> types = DeviceSpec::preset_names();
+  ok = ok && std::find(types.begin(), types.end(), type) != types.end();
+  if (!ok) {
+    std::string known;
+    for (const auto& t : types) known += (known.empty() ? "" : "|") + t;
+    GO_FAIL("unknown cluster preset '", name, "' (known: v100x2, v100x4, v100x8, p100x4, k80x2, h100x8, or any <", known,
+            ">x<count>)");
+  }
   const DeviceSpec spec = DeviceSpec::preset(type);
   const std::string n(name);
+  constexpr double kPcie3 = 12e9, kPcie4 = 25e9, kPcieLat = 20e-6, kNetLat = 30e-6;
   Cluster c;
   if (type == "v100") {
     if (count == 8) {
@@ -215,14 +238,30 @@ inline Cluster cluster_preset(std::string_view name) {
     c = Cluster::uniform(n, spec, count, 7.6e9, 25e-6);
   } else if (type == "a100") {
     c = Cluster::uniform(n, spec, count, 300e9, 10e-6);
-  } else {
-    c = Cluster::uniform(n, spec, count, 450e9, 10e-6);
+  } else if (type == "h100") {
+    c = Cluster::grouped(n, spec, count, 8, 450e9, 10e-6, 50e9, kNetLat);
+  } else if (type == "a100-sxm4-40gb") {
+    c = Cluster::grouped(n, spec, count, 8, 300e9, 10e-6, 25e9, kNetLat);
+  } else if (type == "mi250") {
+    c = Cluster::grouped(n, spec, count, 8, 50e9, 10e-6, 25e9, kNetLat);
+    for (std::int32_t i = 0; i + 1 < count; i += 2)  // the two GCDs of one package
+      for (auto [s, d] : {std::pair{i, i + 1}, std::pair{i + 1, i}}) {
+        c.bandwidth[static_cast<std::size_t>(s * count + d)] = 200e9;
+        c.latency[static_cast<std::size_t>(s * count + d)] = 10e-6;
+      }
+  } else if (type == "v100-pcie-32gb" || type == "p100-pcie-16gb" || type == "p4" || type == "t4") {
+    c = Cluster::grouped(n, spec, count, 8, kPcie3, kPcieLat, kPcie3, kNetLat);
+  } else {  // PCIe 4.0 cards: a100-pcie-40gb, a100-80gb-pcie, l4, mi100, mi210
+    c = Cluster::grouped(n, spec, count, 8, kPcie4, kPcieLat, 12.5e9, kNetLat);
   }
   return c;
 }
 
 inline std::vector<std::string> cluster_preset_names() {
-  return {"v100x1", "v100x2", "v100x4", "v100x8", "p100x4", "k80x2", "a100x8", "h100x8"};
+  return {"v100x1",           "v100x2",           "v100x4",           "v100x8",           "p100x4",
+          "k80x2",            "a100x8",           "h100x8",           "a100-pcie-40gbx4", "a100-sxm4-40gbx8",
+          "a100-80gb-pciex4", "v100-pcie-32gbx4", "p100-pcie-16gbx4", "p4x4",             "t4x4",
+          "l4x4",             "mi100x4",          "mi210x4",          "mi250x8"};
 }
 
 namespace detail {

@@ -26,7 +26,8 @@
 // Op time. Unfused: go::op_time (graph/cost.hpp) on the device's spec: a measured time when the op
 //   has one (taken as is: it already contains its launch), zero for inputs/constants/views, else
 //   launch_overhead + max(FLOPs / (peak * efficiency of its kind), bytes / (bandwidth * efficiency))
-//   with bytes = distinct inputs + outputs + parameters.
+//   with bytes = distinct inputs + outputs + parameters. SimOptions::cost = roofline ignores
+//   measured times: every op is costed as if the graph had none.
 // Fusion. A group runs as one kernel: one launch overhead + max(sum over its roofline ops of
 //   FLOPs / (peak * efficiency), external bytes / (bandwidth * efficiency)) + for each member with a
 //   measured time, that time minus one launch overhead (a measured time cannot be split into compute
@@ -117,6 +118,8 @@ struct SimOptions {
   // fusion cost model on arbitrary convex groups (tests, benchmarks of the mechanics).
   bool check_fusion_rules = true;
   bool stop_on_oom = false;      // stop at the first out-of-memory instead of finishing the step
+  // roofline: ignore the graph's measured op times (as if it had none), to judge the cost model.
+  CostSource cost = CostSource::measured;
 };
 
 enum class SimStatus : std::uint8_t {
@@ -440,6 +443,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     dev_kind_[static_cast<std::size_t>(d)] = static_cast<std::int32_t>(k);
   }
   nkinds_ = kinds.size();
+  const bool measured = options_.cost == CostSource::measured;
   cost_.resize(nkinds_ * n);
   compute_.resize(nkinds_ * n);
   extra_.resize(nkinds_ * n);
@@ -451,10 +455,11 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     inv_mem_bw_[k] = 1.0 / (s.mem_bandwidth * s.bandwidth_efficiency);
     for (const Op& o : g.ops()) {
       const std::size_t i = k * n + static_cast<std::size_t>(o.id);
-      cost_[i] = op_time(o, s);
-      const bool roof = !o.has_time() && !is_free_op(o.kind);
+      const bool timed = measured && o.has_time();
+      cost_[i] = op_time(o, s, options_.cost);
+      const bool roof = !timed && !is_free_op(o.kind);
       compute_[i] = roof ? o.flops / (s.peak_flops * s.compute_efficiency[op_kind_index(o.kind)]) : 0.0;
-      extra_[i] = o.has_time() ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
+      extra_[i] = timed ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
     }
   }
   kernel_.resize(n);
@@ -537,8 +542,8 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
   }
   for (const Op& o : g.ops()) {
     const auto i = static_cast<std::size_t>(o.id);
-    roof_[i] = !o.has_time() && !is_free_op(o.kind);
-    kernel_[i] = o.has_time() || !is_free_op(o.kind);
+    roof_[i] = !(measured && o.has_time()) && !is_free_op(o.kind);
+    kernel_[i] = (measured && o.has_time()) || !is_free_op(o.kind);
     traffic_[i] = kernel_[i] ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) : 0.0;
     alloc_[i] = o.temp_bytes + o.output_bytes;
     temp_[i] = o.temp_bytes;
