@@ -4,7 +4,7 @@
 // once from a fresh initialization -- and reports the best step time after each update and the
 // samples each run needed to reach the final best of the run from scratch.
 //
-//   bench_finetune [--policy policies/go-zoo-v100x4x8.ckpt] [--cluster v100x4] [--updates 20]
+//   bench_finetune [--policy policies/go-zoo-v100x248.ckpt] [--cluster v100x4] [--updates 20]
 //                  [--samples 16] [--seed 0] [--graphs g1,g2,...]   (graphs as training graphs)
 #include <cmath>
 #include <cstdio>
@@ -38,7 +38,7 @@ long long samples_to(const std::vector<double>& curve, double target, int sample
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string policy = GO_SOURCE_DIR "/policies/go-zoo-v100x4x8.ckpt", cluster = "v100x4";
+  std::string policy = GO_SOURCE_DIR "/policies/go-zoo-v100x248.ckpt", cluster = "v100x4";
   std::string graphs = GO_SOURCE_DIR "/data/models/resnet50.onnx," GO_SOURCE_DIR
                        "/data/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
   long long updates = 20, seed = 0;

@@ -6,7 +6,7 @@
 #   bench/paper_table.sh [--finetune N] [--policy CKPT] [--rows LIST] [--out DIR] [--seed S]
 #
 #   --finetune  PPO updates of GO fine-tuned per row (default 20)
-#   --policy    the pre-trained policy (default: the shipped one, policies/go-zoo-v100x4x8.ckpt)
+#   --policy    the pre-trained policy (default: the shipped one, policies/go-zoo-v100x248.ckpt)
 #   --rows      comma-separated row names (default: all 14; see ROWS below), e.g. rnnlm2,gnmt2
 #   --out       folder for the per-row CSVs and the table (default bench-out/paper_table)
 #   --seed      seed of every method (default 0)
@@ -23,7 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GOPT="${GOPT:-$ROOT/build/gopt}"
 FINETUNE=20
-POLICY="$ROOT/policies/go-zoo-v100x4x8.ckpt"
+POLICY="$ROOT/policies/go-zoo-v100x248.ckpt"
 OUT="$ROOT/bench-out/paper_table"
 SEED=0
 ROWS_WANTED=""

@@ -12,7 +12,7 @@
 #   --updates  PPO updates timed per run (default 2; the first includes nothing extra: the anchor
 #              and the graph are built before the first update and are not in its time)
 #   --old      another gopt binary (e.g. a build of an earlier commit) run with the shipped policy
-#   --policy   the network every run starts from (default policies/go-zoo-v100x4x8.ckpt); for
+#   --policy   the network every run starts from (default policies/go-zoo-v100x248.ckpt); for
 #              chain "hidden" a fresh network of the same sizes with chain "hidden" is made with
 #              `gopt train --updates 0`
 #   --chains   which task chainings to run with this build (default hidden,action)
@@ -29,7 +29,7 @@ CLUSTER=v100x8
 THREADS=2
 UPDATES=2
 OLD=""
-POLICY="$ROOT/policies/go-zoo-v100x4x8.ckpt"
+POLICY="$ROOT/policies/go-zoo-v100x248.ckpt"
 CHAINS="hidden,action"
 while [[ $# -gt 0 ]]; do
   case "$1" in

@@ -110,7 +110,7 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   if (!o.init_policy.empty() && !resuming) {
     std::error_code ec;
     GO_CHECK(std::filesystem::is_regular_file(o.init_policy, ec), o.init_policy,
-             ": --init-policy file not found (a policy file or a gopt train checkpoint, e.g. policies/go-zoo-v100x4x8.ckpt)");
+             ": --init-policy file not found (a policy file or a gopt train checkpoint, e.g. policies/go-zoo-v100x248.ckpt)");
     init = go::rl::load_policy(o.init_policy);
     GO_CHECK(!config_policy || cfg.policy.to_json() == init->config().to_json(), o.config,
              ": its \"policy\" section differs from the network of --init-policy ", o.init_policy,
@@ -219,7 +219,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
   cmd->add_option("--init-policy", o->init_policy,
                   "Start a new run from this policy's weights (a policy file or a gopt train checkpoint, e.g. "
-                  "policies/go-zoo-v100x4x8.ckpt); its network replaces the config's \"policy\"; a run that "
+                  "policies/go-zoo-v100x248.ckpt); its network replaces the config's \"policy\"; a run that "
                   "--resume continues keeps its checkpoint's weights");
   cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)");
   cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");

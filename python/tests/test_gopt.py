@@ -230,7 +230,7 @@ class Clusters(unittest.TestCase):
         self.assertEqual(c.bandwidth[0, 5], 10e9)
         self.assertEqual(c.memory_bytes.tolist(), [16 << 30] * 8)
         self.assertIn("v100x4", gopt.cluster_presets())
-        self.assertEqual(gopt.cluster("h100x2").peak_flops.tolist(), [51.2e12] * 2)
+        self.assertEqual(gopt.cluster("h100x2").peak_flops.tolist(), [67e12] * 2)  # H100 SXM
 
     def test_files_and_json(self):
         c = gopt.cluster(os.path.join(TEST_DATA, "sim", "pairs.json"))

@@ -93,7 +93,7 @@ struct GoPlaceOptions {
 inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPlaceReport* report = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& policy_path = o.policy;
-  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x4x8.ckpt)");
+  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x248.ckpt)");
   {
     std::error_code ec;
     GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
