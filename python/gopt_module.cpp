@@ -473,8 +473,10 @@ void bind_cluster(py::module_& m) {
         return "<gopt.Cluster '" + c.c->name + "': " + std::to_string(c.c->num_devices()) + " devices>";
       });
   m.def("cluster", &cluster_by_name, py::arg("name_or_path"), R"doc(
-A cluster preset ("v100x4", "v100x8", "p100x4", "k80x2", "h100x8", any <v100|p100|k80|a100|h100>x<count>)
-or a go-cluster JSON file.)doc");
+A cluster preset ("v100x4", "v100x8", "p100x4", "k80x2", "h100x8": any <device>x<count> with device
+one of v100, p100, k80, a100, h100 (H100 SXM 80GB), a100-pcie-40gb, a100-sxm4-40gb, a100-80gb-pcie,
+v100-pcie-32gb, p100-pcie-16gb, p4, t4, l4, mi100, mi210, mi250; go/graph/cost.hpp and
+go/sim/cluster.hpp give their numbers and links) or a go-cluster JSON file.)doc");
   m.def("cluster_presets", &go::cluster_preset_names);
   m.def("op_kinds", [] { return std::vector<std::string>(go::kOpKindNames.begin(), go::kOpKindNames.end()); },
         "the op kinds a graph may hold (Graph.kinds, Graph.from_arrays)");
@@ -558,7 +560,7 @@ void bind_simulate(py::module_& m) {
       });
 
   m.def("simulate", [](const py::object& graph, const py::object& cluster, const py::object& plan, bool trace,
-                       bool check_colocation, bool check_fusion_rules, bool stop_on_oom) {
+                       bool check_colocation, bool check_fusion_rules, bool stop_on_oom, const std::string& cost) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     static const go::Plan empty;
@@ -567,15 +569,18 @@ void bind_simulate(py::module_& m) {
     o.check_colocation = check_colocation;
     o.check_fusion_rules = check_fusion_rules;
     o.stop_on_oom = stop_on_oom;
+    o.cost = go::parse_cost_source(cost);
     py::gil_scoped_release nogil;
     return simulate(*g, c, p, trace, o);
   }, py::arg("graph"), py::arg("cluster"), py::arg("plan") = py::none(), py::kw_only(), py::arg("trace") = false,
-     py::arg("check_colocation") = true, py::arg("check_fusion_rules") = true, py::arg("stop_on_oom") = false, R"doc(
+     py::arg("check_colocation") = true, py::arg("check_fusion_rules") = true, py::arg("stop_on_oom") = false, py::arg("cost") = "measured", R"doc(
 Simulates one step of plan (None: every op on device 0, first ready first run, no fusion) of the
 graph on the cluster, as gopt simulate does. The simulator is built once per graph and cluster and
 reused. trace=True also returns the Chrome trace (chrome://tracing, ui.perfetto.dev) as JSON text.
 check_colocation / check_fusion_rules: a colocation group split across devices / a fusion group a
 compiler would not fuse (go/graph/fusion_rules.hpp) makes the plan invalid (default: both on).
+cost: "measured" (a profile's measured op times where the graph has them, the cost model elsewhere)
+or "roofline" (the cost model alone), as gopt simulate --cost.
 A plan that does not fit memory is a result (valid False, status out_of_memory); a plan whose
 arrays do not have one entry per op raises gopt.Error.)doc");
 }

@@ -250,7 +250,7 @@ void bind_optimize(py::module_& m) {
 
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
                     std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
-                    std::int64_t finetune, bool check_colocation) {
+                    std::int64_t finetune, bool check_colocation, const std::string& cost) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -261,6 +261,7 @@ void bind_optimize(py::module_& m) {
     o.policy = policy;
     o.finetune = finetune;
     o.sim.check_colocation = check_colocation;
+    o.sim.cost = go::parse_cost_source(cost);
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -279,12 +280,13 @@ void bind_optimize(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
-     py::arg("finetune") = -1, py::arg("check_colocation") = true, R"doc(
+     py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured", R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
-(-1: budget / 16). A plan that does not fit memory comes back with valid False.)doc");
+(-1: budget / 16); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost).
+A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")
       .def_readonly("name", &PyTaskResult::name)

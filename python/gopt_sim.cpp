@@ -17,7 +17,8 @@ std::shared_ptr<SimEntry> PyGraph::simulator(const PyCluster& c, const go::SimOp
   for (std::size_t i = 0; i < cache.size(); ++i) {
     const auto& e = cache[i];
     if (e->cluster_key == c.key && e->options.check_colocation == o.check_colocation &&
-        e->options.check_fusion_rules == o.check_fusion_rules && e->options.stop_on_oom == o.stop_on_oom) {
+        e->options.check_fusion_rules == o.check_fusion_rules && e->options.stop_on_oom == o.stop_on_oom &&
+        e->options.cost == o.cost) {
       auto hit = e;
       cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
       cache.push_back(hit);

@@ -319,6 +319,21 @@ class Simulate(unittest.TestCase):
         self.assertEqual(a.transfers, 0)
         self.assertEqual(a.peak_memory_bytes.dtype, np.int64)
 
+    def test_cost_source(self):
+        # a PipeDream profile has measured times: roofline ignores them; a graph without times is
+        # costed by the roofline either way
+        p = gopt.load_graph(os.path.join(DATA, "real-data", "msr-fiddle-pipedream", "alexnet", "graph.txt"), training=True)
+        measured = gopt.simulate(p, "v100x2")
+        roof = gopt.simulate(p, "v100x2", cost="roofline")
+        self.assertEqual(gopt.simulate(p, "v100x2", cost="measured").step_time_ms, measured.step_time_ms)
+        self.assertNotAlmostEqual(roof.step_time_ms, measured.step_time_ms, places=3)
+        g = chain(4)
+        self.assertEqual(gopt.simulate(g, "v100x2", cost="roofline").step_time_ms, gopt.simulate(g, "v100x2").step_time_ms)
+        r = gopt.place(p, "v100x2", "human", cost="roofline")
+        self.assertEqual(r.step_time_ms, gopt.simulate(p, "v100x2", r.plan, cost="roofline").step_time_ms)
+        with self.assertRaisesRegex(gopt.Error, "unknown cost source 'flops'"):
+            gopt.simulate(p, "v100x2", cost="flops")
+
     def test_two_devices_move_bytes(self):
         g = chain(4)
         r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1, 1]))
