@@ -11,6 +11,7 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/onnx.hpp"
+#include "onnx_model_maker.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -100,93 +101,8 @@ TEST_CASE("onnx: the Transformer encoder export", "[graph][onnx]") {
   for (const auto& t : g.tensors()) CHECK(t.rank >= 0);
 }
 
-// ---- a synthetic model, built with the protobuf API, without value_info ----
-namespace {
-
-namespace pb = ::ONNX_NAMESPACE;
-
-struct ModelMaker {
-  pb::ModelProto model;
-  pb::GraphProto* g;
-  ModelMaker() {
-    model.set_ir_version(8);
-    model.add_opset_import()->set_version(17);
-    g = model.mutable_graph();
-    g->set_name("synthetic");
-  }
-  void input(const std::string& name, std::initializer_list<std::int64_t> dims, int elem = 1) {
-    auto* vi = g->add_input();
-    vi->set_name(name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem);
-    auto* sh = tt->mutable_shape();
-    for (auto d : dims) sh->add_dim()->set_dim_value(d);
-  }
-  void initializer(const std::string& name, std::initializer_list<std::int64_t> dims) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(1);
-    for (auto d : dims) t->add_dims(d);
-  }
-  void int_constant(const std::string& out, std::vector<std::int64_t> values, bool raw) {
-    auto* n = g->add_node();
-    n->set_op_type("Constant");
-    n->set_name(out + "_const");
-    n->add_output(out);
-    auto* a = n->add_attribute();
-    a->set_name("value");
-    a->set_type(pb::AttributeProto_AttributeType_TENSOR);
-    auto* t = a->mutable_t();
-    t->set_data_type(7);
-    t->add_dims(static_cast<std::int64_t>(values.size()));
-    if (raw) t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
-    else
-      for (auto v : values) t->add_int64_data(v);
-  }
-  pb::NodeProto* node(const std::string& type, const std::string& name, std::initializer_list<std::string> ins,
-                      std::initializer_list<std::string> outs) {
-    auto* n = g->add_node();
-    n->set_op_type(type);
-    n->set_name(name);
-    for (const auto& i : ins) n->add_input(i);
-    for (const auto& o : outs) n->add_output(o);
-    return n;
-  }
-  static void ints(pb::NodeProto* n, const std::string& name, std::initializer_list<std::int64_t> v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(pb::AttributeProto_AttributeType_INTS);
-    for (auto x : v) a->add_ints(x);
-  }
-  static void i(pb::NodeProto* n, const std::string& name, std::int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(pb::AttributeProto_AttributeType_INT);
-    a->set_i(v);
-  }
-  static void s(pb::NodeProto* n, const std::string& name, const std::string& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(pb::AttributeProto_AttributeType_STRING);
-    a->set_s(v);
-  }
-  go::OpGraph load(const std::string& name = "synthetic.onnx") {
-    return go::parse_onnx(model.SerializeAsString(), name);
-  }
-};
-
-std::vector<std::int64_t> out_shape(const go::OpGraph& g, const std::string& op, int k = 0) {
-  auto id = g.find(op);
-  REQUIRE(id.has_value());
-  REQUIRE(k < g.op(*id).num_outputs);
-  REQUIRE(g.tensor(g.op(*id).first_output + k).rank >= 0);
-  auto s = g.shape(g.op(*id).first_output + k);
-  return {s.begin(), s.end()};
-}
-double flops_of(const go::OpGraph& g, const std::string& op) { return g.op(*g.find(op)).flops; }
-using V = std::vector<std::int64_t>;
-
-}  // namespace
+// ---- a synthetic model, built with the protobuf API (tests/onnx_model_maker.hpp) ----
+using namespace onnx_test;
 
 TEST_CASE("onnx: shape inference and FLOPs per operator", "[graph][onnx]") {
   ModelMaker m;

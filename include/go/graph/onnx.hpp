@@ -5,6 +5,9 @@
 // recorded type is inferred for the common operators (Conv, pooling, Gemm/MatMul, broadcasting
 // elementwise ops, Concat, Flatten, Reshape, Transpose, reductions, Gather, Slice, Split, Pad, LSTM,
 // GRU, ...), else its shape stays unknown (0 bytes, FLOPs from what is known).
+// Shape computations done at run time (Shape -> Gather -> Concat -> Reshape, as exporters emit
+// for x.shape) are folded at import time (onnx_fold.hpp, onnx_proto.hpp has the protobuf helpers);
+// folded nodes stay as ops with 0 FLOPs, like Shape and Constant.
 //
 // Parameters. Initializers are parameters. Models exported without weights carry them as graph
 // inputs: a graph input is a parameter unless it is the first graph input or one of its uses
@@ -21,13 +24,6 @@
 // elementwise 1 per output elem per extra operand; Max/AveragePool out*prod(kernel); global pooling
 // and reductions 1 per input elem; Softmax 5/elem; LSTM seq*batch*dirs*(8H(I+H)+20H), GRU
 // seq*batch*dirs*(6H(I+H)+16H); Gather, Concat, Slice, Split, Pad, Transpose and shape ops 0.
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -44,11 +40,12 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <onnx/onnx_pb.h>
 
 #include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/io.hpp"
+#include "go/graph/onnx_fold.hpp"
+#include "go/graph/onnx_proto.hpp"
 #include "go/graph/op_kind.hpp"
 
 namespace go {
@@ -61,118 +58,6 @@ struct OnnxOptions {
 namespace detail::onnx_import {
 
 namespace pb = ::ONNX_NAMESPACE;
-
-struct TType {
-  ElemType dtype = ElemType::f32;
-  bool known = false;
-  std::vector<std::int64_t> dims;
-
-  double numel() const {
-    if (!known) return 0;
-    double n = 1;
-    for (auto d : dims) n *= static_cast<double>(d);
-    return n;
-  }
-  std::int64_t dim(int i) const {  // negative i counts from the back; -1 when absent
-    const int r = static_cast<int>(dims.size());
-    if (i < 0) i += r;
-    return (known && i >= 0 && i < r) ? dims[static_cast<std::size_t>(i)] : -1;
-  }
-  int rank() const { return known ? static_cast<int>(dims.size()) : -1; }
-};
-
-inline ElemType elem_type_of(int t) {
-  switch (t) {
-    case pb::TensorProto_DataType_FLOAT: return ElemType::f32;
-    case pb::TensorProto_DataType_FLOAT16: return ElemType::f16;
-    case pb::TensorProto_DataType_BFLOAT16: return ElemType::bf16;
-    case pb::TensorProto_DataType_DOUBLE: return ElemType::f64;
-    case pb::TensorProto_DataType_INT8: return ElemType::i8;
-    case pb::TensorProto_DataType_UINT8: return ElemType::u8;
-    case pb::TensorProto_DataType_INT16:
-    case pb::TensorProto_DataType_UINT16: return ElemType::i16;
-    case pb::TensorProto_DataType_INT32:
-    case pb::TensorProto_DataType_UINT32: return ElemType::i32;
-    case pb::TensorProto_DataType_INT64:
-    case pb::TensorProto_DataType_UINT64: return ElemType::i64;
-    case pb::TensorProto_DataType_BOOL: return ElemType::boolean;
-    default: return ElemType::other;
-  }
-}
-
-inline const pb::AttributeProto* attr(const pb::NodeProto& n, std::string_view name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-inline std::int64_t attr_int(const pb::NodeProto& n, std::string_view name, std::int64_t def) {
-  const auto* a = attr(n, name);
-  return a && a->has_i() ? a->i() : def;
-}
-inline std::vector<std::int64_t> attr_ints(const pb::NodeProto& n, std::string_view name) {
-  const auto* a = attr(n, name);
-  if (!a) return {};
-  return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
-}
-inline std::string attr_string(const pb::NodeProto& n, std::string_view name) {
-  const auto* a = attr(n, name);
-  return a && a->has_s() ? a->s() : std::string();
-}
-
-// Integer contents of a small tensor (shape constants, axes, pads), when stored in a form we read.
-inline std::optional<std::vector<std::int64_t>> tensor_ints(const pb::TensorProto& t) {
-  constexpr std::size_t kMaxValues = 1 << 16;
-  std::vector<std::int64_t> v;
-  if (t.data_type() == pb::TensorProto_DataType_INT64) {
-    if (t.int64_data_size() > 0) {
-      if (static_cast<std::size_t>(t.int64_data_size()) > kMaxValues) return std::nullopt;
-      v.assign(t.int64_data().begin(), t.int64_data().end());
-    } else if (t.has_raw_data()) {
-      const std::string& raw = t.raw_data();
-      if (raw.size() % 8 != 0 || raw.size() / 8 > kMaxValues) return std::nullopt;
-      v.resize(raw.size() / 8);
-      std::memcpy(v.data(), raw.data(), raw.size());
-    }
-    return v;
-  }
-  if (t.data_type() == pb::TensorProto_DataType_INT32) {
-    if (t.int32_data_size() > 0) {
-      if (static_cast<std::size_t>(t.int32_data_size()) > kMaxValues) return std::nullopt;
-      v.assign(t.int32_data().begin(), t.int32_data().end());
-    } else if (t.has_raw_data()) {
-      const std::string& raw = t.raw_data();
-      if (raw.size() % 4 != 0 || raw.size() / 4 > kMaxValues) return std::nullopt;
-      std::vector<std::int32_t> w(raw.size() / 4);
-      std::memcpy(w.data(), raw.data(), raw.size());
-      v.assign(w.begin(), w.end());
-    }
-    return v;
-  }
-  return std::nullopt;
-}
-
-inline bool all_known(const std::vector<const TType*>& in, std::size_t count) {
-  if (in.size() < count) return false;
-  for (std::size_t i = 0; i < count; ++i)
-    if (!in[i] || !in[i]->known) return false;
-  return true;
-}
-
-inline std::optional<std::vector<std::int64_t>> broadcast(const std::vector<const TType*>& in) {
-  std::vector<std::int64_t> out;
-  for (const TType* t : in) {
-    if (!t) continue;
-    if (!t->known) return std::nullopt;
-    if (t->dims.size() > out.size()) out.insert(out.begin(), t->dims.size() - out.size(), 1);
-    for (std::size_t k = 0; k < t->dims.size(); ++k) {
-      auto& o = out[out.size() - t->dims.size() + k];
-      const auto d = t->dims[k];
-      if (o == 1) o = d;
-      else if (d != 1 && d != o) return std::nullopt;
-    }
-  }
-  return out;
-}
 
 // Spatial output sizes of a convolution or pooling window.
 inline std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& n, const std::vector<std::int64_t>& in,
@@ -269,7 +154,8 @@ class Importer {
   std::string at_;
   OnnxOptions opts_;
   std::unordered_map<std::string, TType> types_;
-  std::unordered_map<std::string, std::vector<std::int64_t>> consts_;
+  std::unordered_map<std::string, std::vector<std::int64_t>> consts_;  // integer values of folded_, for infer
+  std::unordered_map<std::string, Folded> folded_;                      // tensors known at import time
 };
 
 inline bool Importer::is_weight_slot(const pb::NodeProto& n, int slot) const {
@@ -314,7 +200,42 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
   }
   if (t == "Shape") {
     o.dtype = ElemType::i64;
-    if (xk) set({static_cast<std::int64_t>(x->dims.size())});
+    if (!xk) return out;
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    std::int64_t s = attr_int(n, "start", 0), e = attr_int(n, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = std::clamp<std::int64_t>(s, 0, r);
+    set({std::clamp<std::int64_t>(e, s, r) - s});
+    return out;
+  }
+  if (t == "ConstantOfShape") {
+    o.dtype = ElemType::f32;
+    if (const auto* a = attr(n, "value"); a && a->has_t()) o.dtype = elem_type_of(a->t().data_type());
+    if (const auto* c = n.input_size() > 0 ? const_of(n.input(0)) : nullptr) set(*c);
+    for (auto d : o.dims)
+      if (d < 0) o = TType{};
+    return out;
+  }
+  if (t == "Expand" || t == "Tile") {
+    const auto* c = n.input_size() > 1 ? const_of(n.input(1)) : nullptr;
+    if (!xk || !c) return out;
+    TType target;
+    target.known = true;
+    target.dims = *c;
+    if (t == "Expand") {
+      if (auto b = broadcast({x, &target})) set(*b);
+      return out;
+    }
+    if (c->size() != x->dims.size()) return out;
+    std::vector<std::int64_t> d(x->dims.size());
+    for (std::size_t i = 0; i < d.size(); ++i)
+      if ((*c)[i] < 0 || __builtin_mul_overflow(x->dims[i], (*c)[i], &d[i])) return out;
+    set(std::move(d));
+    return out;
+  }
+  if (t == "ScatterND" || t == "ScatterElements" || t == "Scatter") {
+    if (xk) set(x->dims);
     return out;
   }
   if (t == "Size") {
@@ -663,9 +584,11 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
   }
   if (kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div || t == "Pow" ||
       t == "Max" || t == "Min" || t == "Mean" || t == "Equal" || t == "Less" || t == "Greater" || t == "And" ||
-      t == "Or" || t == "PRelu") {
+      t == "Or" || t == "PRelu" || t == "Mod" || t == "LessOrEqual" || t == "GreaterOrEqual" || t == "Xor") {
     if (auto b = broadcast(in)) set(*b);
-    if (t == "Equal" || t == "Less" || t == "Greater" || t == "And" || t == "Or") o.dtype = ElemType::boolean;
+    if (t == "Equal" || t == "Less" || t == "Greater" || t == "And" || t == "Or" || t == "LessOrEqual" ||
+        t == "GreaterOrEqual" || t == "Xor")
+      o.dtype = ElemType::boolean;
     return out;
   }
   // Same shape as the first input: activations, normalizations, softmax, dropout, unary math.
@@ -686,61 +609,23 @@ inline std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vec
 }
 
 inline void Importer::fold_constants(const pb::NodeProto& n, const std::vector<const TType*>& in) {
-  if (n.output_size() < 1) return;
-  const std::string& t = n.op_type();
-  auto input_const = [&](int i) { return n.input_size() > i ? const_of(n.input(i)) : nullptr; };
-  std::optional<std::vector<std::int64_t>> v;
-  if (t == "Constant") {
-    if (const auto* a = attr(n, "value"); a && a->has_t()) v = tensor_ints(a->t());
-    else if (const auto* ai = attr(n, "value_ints")) v = std::vector<std::int64_t>(ai->ints().begin(), ai->ints().end());
-    else if (const auto* a1 = attr(n, "value_int")) v = std::vector<std::int64_t>{a1->i()};
-  } else if (t == "Shape") {
-    if (!in.empty() && in[0] && in[0]->known) v = in[0]->dims;
-  } else if (t == "Identity" || t == "Cast" || t == "Unsqueeze" || t == "Squeeze") {
-    if (const auto* c = input_const(0)) v = *c;
-  } else if (t == "Concat") {
-    std::vector<std::int64_t> all;
-    for (int i = 0; i < n.input_size(); ++i) {
-      const auto* c = input_const(i);
-      if (!c) return;
-      all.insert(all.end(), c->begin(), c->end());
-    }
-    v = std::move(all);
-  } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
-    // integer shape arithmetic (x * heads, dim / 3); scalars broadcast
-    const auto* a = input_const(0);
-    const auto* c = input_const(1);
-    if (!a || !c || a->empty() || c->empty()) return;
-    if (a->size() != c->size() && a->size() != 1 && c->size() != 1) return;
-    const std::size_t len = std::max(a->size(), c->size());
-    std::vector<std::int64_t> r(len);
-    for (std::size_t i = 0; i < len; ++i) {
-      const std::int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*c)[c->size() == 1 ? 0 : i];
-      // Overflowing shape arithmetic is not folded (the shape stays unknown).
-      bool overflow = false;
-      if (t == "Add") overflow = __builtin_add_overflow(x, y, &r[i]);
-      else if (t == "Sub") overflow = __builtin_sub_overflow(x, y, &r[i]);
-      else if (t == "Mul") overflow = __builtin_mul_overflow(x, y, &r[i]);
-      else {
-        if (y == 0 || (y == -1 && x == std::numeric_limits<std::int64_t>::min())) return;
-        r[i] = x / y;
-      }
-      if (overflow) return;
-    }
-    v = std::move(r);
-  } else if (t == "Gather") {
-    const auto* data = input_const(0);
-    const auto* idx = input_const(1);
-    if (!data || !idx || attr_int(n, "axis", 0) != 0) return;
-    std::vector<std::int64_t> r;
-    for (auto i : *idx) {
-      if (i < 0) i += static_cast<std::int64_t>(data->size());
-      if (i < 0 || i >= static_cast<std::int64_t>(data->size())) return;
-      r.push_back((*data)[static_cast<std::size_t>(i)]);
-    }
-    v = std::move(r);
+  if (n.output_size() != 1 || n.output(0).empty()) return;
+  std::vector<const Folded*> vals;
+  for (const auto& name : n.input()) {
+    auto it = name.empty() ? folded_.end() : folded_.find(name);
+    vals.push_back(it == folded_.end() ? nullptr : &it->second);
   }
-  if (v) consts_[n.output(0)] = std::move(*v);
+  auto ot = types_.find(n.output(0));
+  auto v = fold_node(n, vals, in, ot == types_.end() ? nullptr : &ot->second);
+  if (!v) return;
+  if (ot == types_.end() || !ot->second.known) {  // e.g. Range, whose shape is its value
+    TType& ty = types_[n.output(0)];
+    ty.known = true;
+    ty.dims = v->dims;
+    if (ot == types_.end()) ty.dtype = v->real ? ElemType::f32 : ElemType::i64;
+  }
+  if (!v->real) consts_[n.output(0)] = v->i;
+  folded_[n.output(0)] = std::move(*v);
 }
 
 inline double Importer::flops(const pb::NodeProto& n, OpKind kind, const std::vector<const TType*>& in,
@@ -818,7 +703,10 @@ inline OpGraph Importer::run() {
   for (const auto& t : g_.initializer()) {
     types_[t.name()] = type_of(t);
     initializers.insert(t.name());
-    if (auto v = tensor_ints(t)) consts_[t.name()] = std::move(*v);
+    if (auto v = fold_tensor(t)) {
+      if (!v->real) consts_[t.name()] = v->i;
+      folded_[t.name()] = std::move(*v);
+    }
   }
   for (const auto& vi : g_.input()) types_[vi.name()] = type_of(vi.type(), vi.name());
   for (const auto& vi : g_.value_info()) types_[vi.name()] = type_of(vi.type(), vi.name());
@@ -1025,7 +913,9 @@ inline OpGraph Importer::run() {
       auto it = types_.find(o);
       outs.push_back(it == types_.end() ? TType{} : it->second);
     }
-    s.flops = flops(nd, s.kind, input_types(nd), outs);
+    // folded nodes compute shapes at import time, not work at run time (like Shape and Constant)
+    const bool folded = nd.output_size() == 1 && folded_.count(nd.output(0));
+    s.flops = folded ? 0.0 : flops(nd, s.kind, input_types(nd), outs);
   }
   b.info().batch = info.batch;
   return b.build();
