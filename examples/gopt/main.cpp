@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 
+#include "calibrate.hpp"
 #include "demo.hpp"
 #include "eval.hpp"
 #include "info.hpp"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   gopt::add_place_command(app);
   gopt::add_eval_command(app);
   gopt::add_train_command(app);
+  gopt::add_calibrate_command(app);
   gopt::add_demo_command(app);
   try {
     app.parse(argc, argv);

@@ -27,6 +27,12 @@ inline std::array<double, kNumOpKinds> default_compute_efficiency() {
   return e;
 }
 
+inline std::array<double, kNumOpKinds> default_memory_efficiency() {
+  std::array<double, kNumOpKinds> e{};
+  e.fill(1.0);
+  return e;
+}
+
 // Device presets. The originals (v100, p100, k80, a100) are the cards of the placement papers.
 // The NeuSight GPUs (real-data/neusight/device_configs/<file>.json, ASPLOS 2025) take their
 // numbers from those files: memory_bytes = Dev_Mem GB (as GiB, like the originals),
@@ -62,6 +68,10 @@ struct DeviceSpec {
   std::int64_t memory_bytes = 16LL << 30;
   double bandwidth_efficiency = 0.8;    // fraction of mem_bandwidth reached by streaming kernels
   std::array<double, kNumOpKinds> compute_efficiency = default_compute_efficiency();
+  // Per kind, multiplies bandwidth_efficiency: < 1 where a kind's kernels stream slower than the
+  // device's average, > 1 where they move less than the inputs + outputs the roofline counts (views
+  // a profile records as copies, inference-mode dropout). 1 unless calibrated (go/sim/calibrate.hpp).
+  std::array<double, kNumOpKinds> memory_efficiency = default_memory_efficiency();
 
   static DeviceSpec v100() { return {}; }
   static DeviceSpec p100() { return make("p100", 16, 732, 9300); }
@@ -135,14 +145,16 @@ inline CostSource parse_cost_source(std::string_view s) {
 
 // Seconds the op takes on `spec`: its measured time when it has one (and `src` is measured); zero
 // for inputs, constants and views; otherwise launch overhead + max(FLOPs / (peak * efficiency),
-// bytes / (bandwidth * efficiency)) with bytes = distinct inputs + outputs + parameters.
+// bytes / (bandwidth * efficiency * the kind's memory efficiency)) with bytes = distinct inputs +
+// outputs + parameters.
 inline double op_time(const Op& op, const DeviceSpec& spec, CostSource src = CostSource::measured) {
   if (src == CostSource::measured && op.has_time()) return op.time;
   if (is_free_op(op.kind)) return 0.0;
   const double eff = spec.compute_efficiency[op_kind_index(op.kind)];
   const double compute = op.flops / (spec.peak_flops * (eff > 0 ? eff : 1.0));
   const double bytes = static_cast<double>(op.input_bytes + op.output_bytes + op.param_bytes);
-  const double memory = bytes / (spec.mem_bandwidth * spec.bandwidth_efficiency);
+  const double memory =
+      bytes / (spec.mem_bandwidth * spec.bandwidth_efficiency * spec.memory_efficiency[op_kind_index(op.kind)]);
   return spec.launch_overhead + std::max(compute, memory);
 }
 

@@ -10,7 +10,8 @@
 //       or      [ { "name": "gpu0", "type": "v100" }, { "name": "gpu1", "type": "p100", "peak_flops": 9e12 } ],
 //     //  device fields: type (a DeviceSpec preset, default v100; graph/cost.hpp lists them), peak_flops,
 //     //  mem_bandwidth (bytes/s), memory_bytes, launch_overhead (s), bandwidth_efficiency,
-//     //  compute_efficiency ({"conv": 0.6, ...} per op kind); every field overrides the preset.
+//     //  compute_efficiency ({"conv": 0.6, ...} per op kind), memory_efficiency (per op kind, multiplies
+//     //  bandwidth_efficiency; gopt calibrate fits it); every field overrides the preset.
 //     "channels": "duplex",      // duplex | shared | sender (see ChannelModel)
 //     "links": { "bandwidth": 25e9, "latency": 2e-5 }                      // every pair alike
 //       or     { "bandwidth": [[...n...], ...], "latency": [[...]] }        // matrices (diagonal unused);
@@ -156,6 +157,9 @@ inline void Cluster::validate(const std::string& where) const {
     for (std::size_t k = 0; k < kNumOpKinds; ++k)
       GO_CHECK(detail::sim_finite_positive(s.compute_efficiency[k]) && s.compute_efficiency[k] <= 1, where, dev,
                " has invalid compute_efficiency ", s.compute_efficiency[k], " for ", kOpKindNames[k]);
+    for (std::size_t k = 0; k < kNumOpKinds; ++k)
+      GO_CHECK(detail::sim_finite_positive(s.memory_efficiency[k]), where, dev, " has invalid memory_efficiency ",
+               s.memory_efficiency[k], " for ", kOpKindNames[k]);
     for (std::size_t j = 0; j < n; ++j) {
       if (i == j) continue;
       const double bw = bandwidth[i * n + j], lat = latency[i * n + j];
@@ -328,13 +332,15 @@ inline DeviceSpec sim_device_from_json(const nlohmann::json& j, const SimJson& r
   s.launch_overhead = r.number(j, "launch_overhead", ctx, s.launch_overhead);
   s.memory_bytes = r.integer(j, "memory_bytes", ctx, s.memory_bytes);
   s.bandwidth_efficiency = r.number(j, "bandwidth_efficiency", ctx, s.bandwidth_efficiency);
-  auto ce = j.find("compute_efficiency");
-  if (ce != j.end() && !ce->is_null()) {
-    if (!ce->is_object()) r.fail(ctx, "\"compute_efficiency\" must be an object of op kind -> fraction");
+  for (auto [key, arr] : {std::pair{"compute_efficiency", &s.compute_efficiency}, std::pair{"memory_efficiency", &s.memory_efficiency}}) {
+    auto ce = j.find(key);
+    if (ce == j.end() || ce->is_null()) continue;
+    const std::string q = std::string("\"") + key + "\"";
+    if (!ce->is_object()) r.fail(ctx, q + " must be an object of op kind -> fraction");
     for (auto it = ce->begin(); it != ce->end(); ++it) {
       auto k = parse_op_kind(it.key());
-      if (!k) r.fail(ctx, "\"compute_efficiency\" names unknown op kind '" + it.key() + "'");
-      s.compute_efficiency[op_kind_index(*k)] = r.number(it.value(), ctx + "\"compute_efficiency\"." + it.key() + " ");
+      if (!k) r.fail(ctx, q + " names unknown op kind '" + it.key() + "'");
+      (*arr)[op_kind_index(*k)] = r.number(it.value(), ctx + q + "." + it.key() + " ");
     }
   }
   return s;
@@ -430,6 +436,24 @@ inline Cluster cluster_from_json(const nlohmann::json& j, const std::string& sou
   return c;
 }
 
+// A device's fields as a go-cluster device object reads them (every field, so it round-trips).
+inline nlohmann::json device_to_json(const DeviceSpec& s) {
+  nlohmann::json jd;
+  jd["type"] = s.name;
+  jd["peak_flops"] = s.peak_flops;
+  jd["mem_bandwidth"] = s.mem_bandwidth;
+  jd["memory_bytes"] = s.memory_bytes;
+  jd["launch_overhead"] = s.launch_overhead;
+  jd["bandwidth_efficiency"] = s.bandwidth_efficiency;
+  nlohmann::json ce = nlohmann::json::object();
+  for (std::size_t k = 0; k < kNumOpKinds; ++k) ce[std::string(kOpKindNames[k])] = s.compute_efficiency[k];
+  jd["compute_efficiency"] = std::move(ce);
+  nlohmann::json me = nlohmann::json::object();
+  for (std::size_t k = 0; k < kNumOpKinds; ++k) me[std::string(kOpKindNames[k])] = s.memory_efficiency[k];
+  jd["memory_efficiency"] = std::move(me);
+  return jd;
+}
+
 inline nlohmann::json cluster_to_json(const Cluster& c) {
   using nlohmann::json;
   json j;
@@ -439,17 +463,8 @@ inline nlohmann::json cluster_to_json(const Cluster& c) {
   j["channels"] = std::string(channel_model_name(c.channels));
   json devs = json::array();
   for (const ClusterDevice& d : c.devices) {
-    json jd;
+    json jd = device_to_json(d.spec);
     jd["name"] = d.name;
-    jd["type"] = d.spec.name;
-    jd["peak_flops"] = d.spec.peak_flops;
-    jd["mem_bandwidth"] = d.spec.mem_bandwidth;
-    jd["memory_bytes"] = d.spec.memory_bytes;
-    jd["launch_overhead"] = d.spec.launch_overhead;
-    jd["bandwidth_efficiency"] = d.spec.bandwidth_efficiency;
-    json ce = json::object();
-    for (std::size_t k = 0; k < kNumOpKinds; ++k) ce[std::string(kOpKindNames[k])] = d.spec.compute_efficiency[k];
-    jd["compute_efficiency"] = std::move(ce);
     devs.push_back(std::move(jd));
   }
   j["devices"] = std::move(devs);

@@ -416,7 +416,8 @@ namespace detail {
 
 inline bool sim_same_kind(const DeviceSpec& a, const DeviceSpec& b) {
   return a.peak_flops == b.peak_flops && a.mem_bandwidth == b.mem_bandwidth && a.launch_overhead == b.launch_overhead &&
-         a.bandwidth_efficiency == b.bandwidth_efficiency && a.compute_efficiency == b.compute_efficiency;
+         a.bandwidth_efficiency == b.bandwidth_efficiency && a.compute_efficiency == b.compute_efficiency &&
+         a.memory_efficiency == b.memory_efficiency;
 }
 
 }  // namespace detail
