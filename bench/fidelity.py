@@ -53,7 +53,7 @@ def main():
     if not os.path.isdir(default):
         default = os.path.join(ROOT, "data", "real-data", "neusight")
     ap.add_argument("folder", nargs="?", default=default)
-    ap.add_argument("--gopt", default=os.environ.get("GOPT", os.path.join(ROOT, "build", "examples", "gopt", "gopt")))
+    ap.add_argument("--gopt", default=os.environ.get("GOPT", os.path.join(ROOT, "build", "gopt")))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-out", "fidelity"))
     a = ap.parse_args()
     label = a.folder if os.path.basename(os.path.normpath(a.folder)) == "label" else os.path.join(a.folder, "label")

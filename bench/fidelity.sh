@@ -2,6 +2,6 @@
 # Simulator fidelity on NeuSight's measured GPUs: measured ops composed, roofline, and roofline
 # calibrated leave-one-GPU-out, each vs the measured end-to-end time (bench/fidelity.py).
 #   bench/fidelity.sh [neusight folder, default ../shared/real-data/neusight or data/real-data/neusight]
-#                     [--gopt build/examples/gopt/gopt] [--out bench-out/fidelity]
+#                     [--gopt build/gopt, or $GOPT] [--out bench-out/fidelity]
 set -euo pipefail
 exec python3 "$(dirname "$0")/fidelity.py" "$@"
