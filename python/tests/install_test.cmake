@@ -13,7 +13,7 @@ import os, sys, gopt
 prefix = os.path.realpath(sys.argv[1])
 assert os.path.realpath(gopt.__file__).startswith(prefix + os.sep), gopt.__file__
 policy = os.path.realpath(gopt.default_policy())
-assert policy == os.path.join(prefix, "share", "go", "policies", "go-zoo-v100x4x8.ckpt"), policy
+assert policy == os.path.join(prefix, "share", "go", "policies", "go-zoo-v100x248.ckpt"), policy
 g = gopt.Graph.from_arrays(kinds=["input", "matmul", "relu"], edges=[[0, 1], [1, 2]],
                            flops=[0, 2e9, 1e6], output_bytes=[4 << 20, 4 << 20, 4 << 20])
 r = gopt.place(g, "v100x2", "go-zero-shot")
