@@ -21,7 +21,7 @@
 namespace go {
 
 // Fusion chosen per data edge: edge e = (the i-th data input of op v) is "fused" when
-// flags[edge_base[v] + i] is set. FusionGroups merges the producer's group into v's, in topological
+// flags[base[v] + i] is set. FusionGroups merges the producer's group into v's, in topological
 // order, where both ops share a device and fusion_pair_possible allows it, and keeps a merge only
 // when the union is legal and acyclic; an unset flag only declines a merge, so a group may still
 // hold both ends through other edges. All flags set is the XLA-like heuristic; annealing searches
