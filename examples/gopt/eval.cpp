@@ -190,7 +190,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
       ->check(count_at_least());
-  cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none; anneal and the go methods choose fusion themselves)");
+  cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--time-limit", opts->time_limit,
                   "anneal, go, go-one: wall-clock seconds of optimization per graph (0: no limit; go-one then trains as many "
@@ -200,7 +200,7 @@ void add_eval_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
-  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
+  cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
   cmd->callback([opts]() {
     run_command("eval", [&] { run_eval(*opts); });

@@ -12,6 +12,17 @@
 
 namespace gopt {
 
+// Help texts that several commands share, so that a new graph format or a change of meaning
+// shows in every command's --help.
+inline constexpr const char* kGraphFileHelp =
+    "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N])";
+inline constexpr const char* kFusionHelp =
+    "none | xla: greedy producer-consumer fusion after placement (default none; anneal and the go methods choose "
+    "fusion themselves)";
+inline constexpr const char* kCostHelp =
+    "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "
+    "roofline cost model alone (measured times ignored, to judge the cost model)";
+
 // One line, printable: names read from corrupt files may hold control characters.
 inline std::string printable(std::string s) {
   for (char& c : s)

@@ -120,8 +120,7 @@ void add_info_command(CLI::App& app) {
   std::string zoo;
   for (const auto& n : go::zoo_names()) zoo += (zoo.empty() ? "" : ", ") + n;
   cmd->add_option("graph", opts->graph,
-                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N]) "
-                  "or zoo:<name>, a "
+                  std::string(gopt::kGraphFileHelp) + " or zoo:<name>, a "
                   "generated forward graph (add --training for the training graph) with <name> one of: " + zoo)
       ->required();
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update)");

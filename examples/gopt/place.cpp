@@ -89,13 +89,13 @@ void add_place_command(CLI::App& app) {
   for (const auto& m : go::place_methods()) methods += "\n  " + m.name + ": " + m.help;
   CLI::App* cmd = app.add_subcommand("place", "Place (and schedule) a graph on a cluster with a baseline optimizer");
   cmd->add_option("graph", opts->graph,
-                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
+                  std::string(kGraphFileHelp) + " or zoo:<name>")
       ->required();
   cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
   cmd->add_option("--method", opts->method, "optimizer:" + methods)->required();
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
-  cmd->add_option("--fusion", opts->fusion, "none | xla: greedy producer-consumer fusion after placement (default none; anneal and the go methods choose fusion themselves)");
+  cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--time-limit", opts->time_limit,
                   "anneal, go, go-one: wall-clock seconds of optimization on this graph (0: no limit; go-one then trains as many "
@@ -105,7 +105,7 @@ void add_place_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
-  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
+  cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
   cmd->callback([opts]() {

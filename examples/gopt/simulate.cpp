@@ -139,7 +139,7 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity");
   cmd->add_option("graph", opts->graph,
-                  "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or zoo:<name>")
+                  std::string(kGraphFileHelp) + " or zoo:<name>")
       ->required();
   cmd->add_option("--cluster", opts->cluster,
                   "cluster preset (" + presets + ", or any <device>x<count>, device one of " + devices + ") or go-cluster JSON file")
@@ -151,7 +151,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step");
   cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second")
       ->check(count_at_least(1));
-  cmd->add_option("--cost", opts->cost, "measured | roofline: op times from the graph's measured profile where it has one (default), or from the roofline cost model alone (measured times ignored, to judge the cost model)");
+  cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {
