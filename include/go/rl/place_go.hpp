@@ -33,6 +33,7 @@
 #include "go/baselines/place.hpp"
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/rl/hdp.hpp"
 #include "go/rl/ppo.hpp"
 
 namespace go::rl {
@@ -169,8 +170,9 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
 }
 
 // Registers "go", "go-zero-shot", "go-one" and "best-heuristic" in the place registry
-// (go/baselines/place.hpp). go and go-one stop at PlaceOptions::time_limit when it is set; go-one
-// then trains until it (at most 100,000 updates), else for as many updates as go.
+// (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp), which needs no policy. go and go-one stop
+// at PlaceOptions::time_limit when it is set; go-one then trains until it (at most 100,000
+// updates), else for as many updates as go.
 inline void register_go_methods(const std::string& default_policy, int samples = 16) {
   enum class Kind { finetuned, zero_shot, one };
   auto run = [default_policy, samples](Kind kind) {
@@ -223,6 +225,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  }};
   bh.decides_fusion = true;
   register_place_method(bh);
+  register_hdp_method();
 }
 
 }  // namespace go::rl
