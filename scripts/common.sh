@@ -14,7 +14,7 @@ GO_JOBS="${GO_JOBS:-$(nproc)}"
 GO_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libeigen3-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev catch2 libbenchmark-dev libcli11-dev
-  libonnx-dev libprotobuf-dev protobuf-compiler libmetis-dev libopenmpi-dev openmpi-bin
+  libonnx-dev libprotobuf-dev protobuf-compiler libmetis-dev coinor-libcbc-dev libopenmpi-dev openmpi-bin
   clang-14 libclang-rt-14-dev libomp-14-dev
   pybind11-dev python3-dev python3-numpy
 )

@@ -12,6 +12,7 @@
 //   random, anneal         search with the simulator, budget in simulations,  (search.hpp)
 //                          starting from the default and the human plans (anneal: also with
 //                          XLA-like fusion, and it searches fusion itself)
+//   exact    optimal placement + schedule by a MILP (CBC), <= 200 ops        (exact.hpp)
 // PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to the plan of
 // every method that does not choose fusion itself (all but anneal and the RL methods).
 // Other optimizers (the RL `go` method) join with register_place_method(); a later registration
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "go/baselines/common.hpp"
+#include "go/baselines/exact.hpp"
 #include "go/baselines/fusion.hpp"
 #include "go/baselines/human.hpp"
 #include "go/baselines/list_scheduling.hpp"
@@ -101,6 +103,8 @@ inline std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, anneal_starts(g, c, o), o.time_limit);
                }, false, true});
+  m.push_back({"exact", "optimal placement + schedule by mixed-integer programming with CBC, graphs of <= 200 ops (--time-limit: seconds, default 60; the note says proven optimal or the gap)",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) { return exact_plan(g, c, o, &r.note); }});
   return m;
 }
 

@@ -1,0 +1,181 @@
+// The `exact` MILP placer (go/baselines/exact.hpp) on graphs whose optimum is known by hand: the
+// objective, the placement, the proof, and that the plan simulates to the objective where the model
+// is exact. Without CBC in the build every test checks the error and passes with a SKIP warning.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "go/baselines/exact.hpp"
+#include "go/baselines/place.hpp"
+#include "go/sim/sim.hpp"
+#include "tiny_graph.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+using go_test::test_cluster;
+using go_test::test_device;
+using go_test::Tiny;
+
+// test_cluster's links: a transfer of b bytes takes 0.1 ms + b ns.
+double transfer_ms(std::int64_t bytes) { return 0.1 + static_cast<double>(bytes) * 1e-6; }
+
+// The plan's simulated step time, ms.
+double simulated_ms(const go::OpGraph& g, const go::Cluster& c, const go::Plan& p) {
+  const go::SimResult r = go::Simulator(g, c).simulate(p);
+  REQUIRE(r.valid);
+  return r.step_time * 1e3;
+}
+
+#define GO_CBC_OR_SKIP()                                                                                  \
+  do {                                                                                                    \
+    if (!go::exact_available()) {                                                                         \
+      Tiny t_;                                                                                            \
+      t_.op("a", 1, 8);                                                                                   \
+      CHECK_THROWS_WITH(go::exact_solve(t_.build(), test_cluster(2)), Contains("apt-get install coinor-libcbc-dev")); \
+      WARN("SKIP (built without CBC): the exact method is not tested");                                   \
+      return;                                                                                             \
+    }                                                                                                     \
+  } while (0)
+
+// s -> {a, b} -> j, 1 + 4 + 4 + 1 ms, every tensor `bytes`: on one device 10 ms; with a and b apart
+// the best is s, a on one device and b, j on the other: 6 ms + one transfer (s -> b and a -> j
+// overlap with the other branch), so splitting pays while a transfer is under 4 ms.
+go::OpGraph fork_join(std::int64_t bytes) {
+  Tiny t;
+  const auto s = t.op("s", 1, bytes);
+  const auto a = t.op("a", 4, bytes, {s});
+  const auto b = t.op("b", 4, bytes, {s});
+  t.op("j", 1, bytes, {a, b});
+  return t.build();
+}
+
+}  // namespace
+
+TEST_CASE("exact: empty and one-op graphs", "[exact]") {
+  GO_CBC_OR_SKIP();
+  const go::ExactSolution e = go::exact_solve(go::GraphBuilder().build(), test_cluster(2));
+  CHECK(e.optimal);
+  CHECK(e.objective == 0);
+  CHECK(e.plan.device.empty());
+  Tiny t;
+  t.op("a", 3, 8);
+  const go::OpGraph g = t.build();
+  const go::ExactSolution s = go::exact_solve(g, test_cluster(2));
+  CHECK(s.optimal);
+  CHECK(s.objective * 1e3 == Approx(3.0));
+  CHECK(simulated_ms(g, test_cluster(2), s.plan) == Approx(3.0));
+}
+
+TEST_CASE("exact: two independent ops go to two devices", "[exact]") {
+  GO_CBC_OR_SKIP();
+  Tiny t;
+  t.op("a", 2, 8);
+  t.op("b", 2, 8);
+  const go::OpGraph g = t.build();
+  const go::Cluster c = test_cluster(2);
+  const go::ExactSolution e = go::exact_solve(g, c);
+  CHECK(e.optimal);
+  CHECK(e.objective * 1e3 == Approx(2.0));
+  CHECK(e.plan.device[0] != e.plan.device[1]);
+  CHECK(simulated_ms(g, c, e.plan) == Approx(2.0));
+}
+
+TEST_CASE("exact: a chain stays on one device", "[exact]") {
+  GO_CBC_OR_SKIP();
+  Tiny t;
+  const auto a = t.op("a", 1, 1 << 20);
+  const auto b = t.op("b", 2, 1 << 20, {a});
+  t.op("c", 3, 1 << 20, {b});
+  const go::OpGraph g = t.build();
+  const go::Cluster c = test_cluster(4);
+  const go::ExactSolution e = go::exact_solve(g, c);
+  CHECK(e.optimal);
+  CHECK(e.objective * 1e3 == Approx(6.0));
+  CHECK(e.plan.device[0] == e.plan.device[1]);
+  CHECK(e.plan.device[1] == e.plan.device[2]);
+  CHECK(simulated_ms(g, c, e.plan) == Approx(6.0));
+}
+
+TEST_CASE("exact: fork-join splits only when the transfer is worth it", "[exact]") {
+  GO_CBC_OR_SKIP();
+  const go::Cluster c = test_cluster(2);
+  {  // 1 MB: 1.1 ms transfers, 6 + 1.1 < 10
+    const go::OpGraph g = fork_join(1'000'000);
+    const go::ExactSolution e = go::exact_solve(g, c);
+    CHECK(e.optimal);
+    CHECK(e.used_cbc);
+    CHECK(e.objective * 1e3 == Approx(6.0 + transfer_ms(1'000'000)));
+    CHECK(e.plan.device[1] != e.plan.device[2]);                  // a and b apart
+    CHECK(e.plan.device[3] != e.plan.device[0]);                  // j with the branch s does not run
+    CHECK(simulated_ms(g, c, e.plan) == Approx(e.objective * 1e3));  // the two transfers do not overlap
+  }
+  {  // 5 MB: 5.1 ms transfers, 6 + 5.1 > 10: one device
+    const go::OpGraph g = fork_join(5'000'000);
+    const go::ExactSolution e = go::exact_solve(g, c);
+    CHECK(e.optimal);
+    CHECK(e.used_cbc);  // the lower bound (6 ms) does not prove 10 ms: CBC does
+    CHECK(e.objective * 1e3 == Approx(10.0));
+    for (int v = 1; v < 4; ++v) CHECK(e.plan.device[static_cast<std::size_t>(v)] == e.plan.device[0]);
+    CHECK(simulated_ms(g, c, e.plan) == Approx(10.0));
+  }
+}
+
+TEST_CASE("exact: links that differ per device pair", "[exact]") {
+  GO_CBC_OR_SKIP();
+  // 4 devices in pairs: 10 GB/s, 10 us inside a pair, 0.1 GB/s, 1 ms across; 1 MB tensors take
+  // 0.11 ms inside a pair and 11 ms across, so the fork-join splits inside a pair
+  const go::Cluster c = go::Cluster::grouped("pairs", test_device(1LL << 40), 4, 2, 1e10, 1e-5, 1e8, 1e-3);
+  const go::OpGraph g = fork_join(1'000'000);
+  const go::ExactSolution e = go::exact_solve(g, c);
+  CHECK(e.optimal);
+  CHECK(e.objective * 1e3 == Approx(6.11));
+  CHECK(e.plan.device[1] != e.plan.device[2]);
+  CHECK(e.plan.device[1] / 2 == e.plan.device[2] / 2);
+  CHECK(simulated_ms(g, c, e.plan) == Approx(6.11));
+}
+
+TEST_CASE("exact: memory capacity forces a split", "[exact]") {
+  GO_CBC_OR_SKIP();
+  // a -> b, 1 ms each, 600 bytes of parameters each on devices of 1000 bytes: together they need
+  // 1216 bytes, so b runs on the other device after an 8-byte transfer
+  Tiny t;
+  const auto a = t.op("a", 1, 8, {}, 600);
+  t.op("b", 1, 8, {a}, 600);
+  const go::OpGraph g = t.build();
+  const go::Cluster c = test_cluster(2, 1000);
+  const go::ExactSolution e = go::exact_solve(g, c);
+  CHECK(e.optimal);
+  CHECK(e.plan.device[0] != e.plan.device[1]);
+  CHECK(e.objective * 1e3 == Approx(2.0 + transfer_ms(8)));
+  CHECK(simulated_ms(g, c, e.plan) == Approx(2.0 + transfer_ms(8)));
+  // without the cap they share a device
+  const go::ExactSolution f = go::exact_solve(g, test_cluster(2));
+  CHECK(f.plan.device[0] == f.plan.device[1]);
+  CHECK(f.objective * 1e3 == Approx(2.0));
+  // an op larger than every device
+  Tiny big;
+  big.op("w", 1, 8, {}, 5000);
+  CHECK_THROWS_WITH(go::exact_solve(big.build(), c), Contains("exact: no placement fits"));
+}
+
+TEST_CASE("exact: errors and the place() method", "[exact]") {
+  GO_CBC_OR_SKIP();
+  Tiny t;
+  for (int i = 0; i < go::kExactMaxOps + 1; ++i) t.op("op" + std::to_string(i), 1, 8);
+  CHECK_THROWS_WITH(go::exact_solve(t.build(), test_cluster(2)), Contains("201 ops") && Contains("coarsen"));
+  // through place(): the note carries the proof, the MILP objective and the simulated step time
+  const go::OpGraph g = fork_join(1'000'000);
+  go::PlaceOptions o;
+  o.time_limit = 10;
+  const go::PlaceResult r = go::place("exact", g, test_cluster(2), o);
+  CHECK(r.valid);
+  CHECK_THAT(r.note, Contains("optimal (proven)") && Contains("MILP makespan 7.1 ms") && Contains("simulated 7.1 ms"));
+  CHECK(r.step_time * 1e3 == Approx(6.0 + transfer_ms(1'000'000)));
+  // every heuristic is at least the optimum here (the model is exact on this graph)
+  for (const char* m : {"default", "heft", "m-etf", "m-sct", "m-topo"}) CHECK(go::place(m, g, test_cluster(2)).step_time >= r.step_time * (1 - 1e-9));
+}
