@@ -57,7 +57,7 @@ std::vector<std::string> with_metis(std::vector<std::string> v) {
 }
 const std::vector<std::string> kHeuristics = with_metis({"heft", "m-etf", "m-sct", "metis"});
 const std::vector<std::string> kAll =
-    with_metis({"default", "human", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal"});
+    with_metis({"default", "human", "pipeline", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal"});
 
 // A chain of 4 ops of 400 MB parameters each: on devices of 1 GB it needs two.
 go::OpGraph chain_too_big_for_one() {
@@ -134,6 +134,17 @@ TEST_CASE("baselines: two independent chains on two devices", "[baselines]") {
     CHECK(r.simulations == 2);
     CHECK(r.valid);
   }
+  {  // pipeline: the depth-first order runs chain a to its end, then chain b, so the equal-compute
+     // cut gives one chain per device; human's generic rule cuts by depth, the first half of both
+     // chains on device 0.
+    const go::PlaceResult p = go::place("pipeline", g, c);
+    CHECK(p.valid);
+    CHECK(p.step_time == Approx(5e-3));
+    for (go::OpId v = 0; v < g.num_ops(); ++v) CHECK(p.plan.device[static_cast<std::size_t>(v)] == v % 2);
+    const go::PlaceResult h = go::place("human", g, c);
+    CHECK(h.plan.device[0] == 0);
+    CHECK(h.plan.device[1] == 0);
+  }
   // m-TOPO fills device 0 to total/k + the largest op (Baechi's cap) in depth-first order: the first
   // chain and one op of the second, which then runs after a0 on device 0 and sends its output: the
   // documented approximation is between the optimum and one device.
@@ -144,6 +155,35 @@ TEST_CASE("baselines: two independent chains on two devices", "[baselines]") {
   for (auto d : topo.plan.device) on0 += d == 0;
   CHECK(on0 == 6);
   CHECK(topo.step_time < 7.5e-3);
+}
+
+TEST_CASE("baselines: pipeline stages of a training graph", "[baselines]") {
+  // A chain of 4 forward ops of 1, 1, 1, 3 ms on 2 devices: the equal-compute cut puts the first
+  // three (3 ms) on device 0 and the last on device 1; every gradient and update op is on its
+  // forward op's device, so the backward pass crosses once, as the forward pass does.
+  Tiny t;
+  go::OpId p = -1;
+  for (int i = 0; i < 4; ++i)
+    p = t.op("l" + std::to_string(i), i == 3 ? 3 : 1, 1 << 20, p < 0 ? std::vector<go::OpId>{} : std::vector<go::OpId>{p},
+             1 << 20);
+  const go::OpGraph fwd = t.build();
+  const go::Plan pf = go::pipeline_plan(fwd, test_cluster(2));
+  CHECK(pf.device == std::vector<std::int32_t>{0, 0, 0, 1});
+  const go::OpGraph g = go::make_training_graph(fwd);
+  const go::Plan pt = go::pipeline_plan(g, test_cluster(2));
+  REQUIRE(go::check_plan(g, pt, 2).empty());
+  int on1 = 0;
+  for (go::OpId v = 0; v < g.num_ops(); ++v) {
+    const std::string& name = g.name(v);
+    const bool last = name.find("l3") != std::string::npos || name.rfind("loss", 0) == 0;  // the loss follows l3
+    INFO(name);
+    CHECK(pt.device[static_cast<std::size_t>(v)] == (last ? 1 : 0));
+    on1 += last;
+  }
+  CHECK(on1 >= 4);  // l3, the loss and their gradients
+  // One device: everything on it.
+  const go::Plan one = go::pipeline_plan(g, test_cluster(1));
+  CHECK(std::all_of(one.device.begin(), one.device.end(), [](std::int32_t d) { return d == 0; }));
 }
 
 TEST_CASE("baselines: a diamond", "[baselines]") {
@@ -356,7 +396,8 @@ static void every_method_fits_where_human_fits(int k) {
         // methods with memory feedback (the list schedulers, m-topo) re-ran with adjusted budgets
         if (go::find_place_method(m).memory_feedback) CHECK_THAT(r.note, Contains("none fits"));
       }
-      if (human_fits && m != "default") CHECK(r.valid);
+      // default and pipeline balance no memory (pipeline: compute only; it overflows rnnlm4 on 2)
+      if (human_fits && m != "default" && m != "pipeline") CHECK(r.valid);
     }
     INFO(name << " on " << k << " devices");
     if (any_fits) CHECK(list_oom.empty());

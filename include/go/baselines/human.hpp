@@ -11,6 +11,9 @@
 //        contiguous blocks of equal estimated compute; backward and update ops follow their forward
 //        op), the documented generic rule.
 //   Colocation groups are then enforced (go::colocate). The result's note says which rule applied.
+//   pipeline: forward ops in depth-first topological order cut into k stages of equal compute,
+//     training ops with their forward op (go/graph/zoo/placement.hpp, pipeline_placement). It
+//     balances compute only: memory may overflow where human fits (rnnlm4 on 2 V100s).
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -26,6 +29,13 @@
 namespace go {
 
 inline Plan default_plan(const OpGraph& g) { return Plan::single_device(g.num_ops(), 0); }
+
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c) {
+  Plan p;
+  p.device = pipeline_placement(g, c.num_devices());
+  colocate(g, p);
+  return p;
+}
 
 // The expert split next to a dnn-partitioning graph file, or "" when there is none.
 inline std::string find_expert_split(const OpGraph& g) {

@@ -32,7 +32,7 @@
 // HEFT: ops in decreasing upward rank (mean op time over devices + max over successors of mean
 //   transfer time + their rank), each on the device giving the earliest finish time (non-insertion
 //   variant: an op starts after the last op already on that device).
-// m-TOPO: ops in depth-first topological order (detail::base::depth_first_topo_order, which keeps
+// m-TOPO: ops in depth-first topological order (depth_first_topo_order, which keeps
 //   chains together as the DFS-based order of Baechi's networkx implementation does) fill device 0
 //   up to its cap, then device 1, and so on (Baechi's rule); no priorities (first ready, first run).
 //   An op's bytes on a device are its footprint plus a copy of each input produced on another
@@ -409,7 +409,7 @@ inline Plan m_topo_plan(const OpGraph& g, const Cluster& c, std::string* note = 
   };
   std::int32_t cur = 0;
   std::int64_t overflow = 0;
-  for (OpId v : detail::base::depth_first_topo_order(g)) {
+  for (OpId v : depth_first_topo_order(g)) {
     const Op& o = g.op(v);
     std::int32_t d = coloc.forced(o);
     if (d < 0) {

@@ -6,6 +6,7 @@
 // Built-in methods (see each header for its exact rule):
 //   default  every op on device 0, first ready first run, no fusion          (human.hpp)
 //   human    zoo / dnn-partitioning expert placement, else the generic rule   (human.hpp)
+//   pipeline contiguous stages of the depth-first topological order           (human.hpp)
 //   metis    METIS k-way, compute + memory balanced, edge bytes cut           (metis.hpp)
 //   heft     HEFT list scheduling with communication costs                    (list_scheduling.hpp)
 //   m-topo, m-etf, m-sct   Baechi's memory-constrained placers                (list_scheduling.hpp)
@@ -83,6 +84,8 @@ inline std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return human_plan(g, c, o.expert_split, &r.note);
                }});
+  m.push_back({"pipeline", "pipeline stages: forward ops in depth-first topological order cut into one block of equal compute per device, training ops with their forward op",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult&) { return pipeline_plan(g, c); }});
   m.push_back({"metis", "METIS k-way partition weighted by compute and edge bytes, balancing compute and memory",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return metis_plan(g, c, o.seed, &r.note);

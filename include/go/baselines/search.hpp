@@ -10,7 +10,7 @@
 // the first device that overflowed (so plans closer to fitting rank better); any other invalid
 // plan (bad device, colocation split): +inf; invalid fusion: an error (below). Comparisons put every plan that fits before every plan that does not, then by cost.
 //
-// Both work on the depth-first topological order (detail::base::depth_first_topo_order), whose
+// Both work on the depth-first topological order (depth_first_topo_order), whose
 // contiguous runs keep chains and branches together.
 // random: after the starting plans, every sample cuts the topological order into m contiguous
 //   blocks (m uniform in [1, k], cut points uniform), gives the blocks distinct random devices, and
@@ -117,7 +117,7 @@ inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t 
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());
-  const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
+  const std::vector<OpId> topo = depth_first_topo_order(g);
   detail::base::SearchEval::Score best_score;
   Plan best = ev.best_start(starts, budget, best_score);
   Plan cand;
@@ -167,7 +167,7 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());
-  const std::vector<OpId> topo = detail::base::depth_first_topo_order(g);
+  const std::vector<OpId> topo = depth_first_topo_order(g);
   detail::base::SearchEval::Score cur_score;
   Plan cur = ev.best_start(starts, budget, cur_score);
   const double cur_cost0 = cur_score.cost;

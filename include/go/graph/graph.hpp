@@ -621,4 +621,29 @@ inline OpSpec op_spec(const OpGraph& g, OpId i) {
   return s;
 }
 
+// A depth-first topological order: Kahn's algorithm with a stack (the op made ready last runs
+// next; ops ready at the start in id order, the lowest id first). It keeps chains and branches
+// together, unlike OpGraph::topo_order (Kahn with a queue by id, which interleaves independent
+// chains), so contiguous runs of it are meaningful placement blocks.
+inline std::vector<OpId> depth_first_topo_order(const OpGraph& g) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<std::int32_t> missing(n);
+  std::vector<OpId> stack, order;
+  order.reserve(n);
+  for (std::size_t v = n; v-- > 0;) {
+    missing[v] = g.in_degree(static_cast<OpId>(v));
+    if (missing[v] == 0) stack.push_back(static_cast<OpId>(v));
+  }
+  while (!stack.empty()) {
+    const OpId v = stack.back();
+    stack.pop_back();
+    order.push_back(v);
+    const auto succ = g.succ(v);
+    for (auto it = succ.rbegin(); it != succ.rend(); ++it)
+      if (--missing[static_cast<std::size_t>(*it)] == 0) stack.push_back(*it);
+  }
+  GO_CHECK(order.size() == n, g.where(), "depth_first_topo_order: the graph has a cycle");
+  return order;
+}
+
 }  // namespace go

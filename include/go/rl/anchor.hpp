@@ -12,7 +12,8 @@
 //
 // Candidates (each simulated once, after decoding through policy::decode so the anchor is exactly
 // what the policy's actions express):
-//   placement   default (all on device 0), human (go/baselines/human.hpp), METIS k-way (when built),
+//   placement   default (all on device 0), human and pipeline stages (go/baselines/human.hpp), METIS
+//               k-way (when built),
 //               and the devices of Baechi's m-ETF and m-SCT (go/baselines/list_scheduling.hpp)
 //   priority    none (level 0 everywhere = first ready first run) or upward-rank levels: rank(v) =
 //               cost(v) + max over successors of rank, quantized into the policy's levels, so ops
@@ -35,16 +36,15 @@
 #include "go/policy/decode.hpp"
 #include "go/policy/features.hpp"
 #include "go/policy/to_plan.hpp"
+#include "go/rl/config.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 
 namespace go::rl {
 
-inline const std::string kAnchorPlacements = "default,human,metis,m-etf,m-sct";
-
 struct Anchor {
-  std::string placement;  // default | human | metis
+  std::string placement;  // one of kAnchorPlacements
   bool ranked = false;    // upward-rank priority levels
   bool fused = false;     // XLA-like fusion
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
@@ -78,7 +78,7 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
-// `which`: comma-separated subset of default, human, metis, m-etf, m-sct. A heuristic that cannot handle
+// `which`: comma-separated subset of default, human, pipeline, metis, m-etf, m-sct. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
@@ -91,6 +91,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       if (wanted("human")) placements.emplace_back("human", human_plan(g, c));
     } catch (const Error&) {
     }
+    if (wanted("pipeline")) placements.emplace_back("pipeline", pipeline_plan(g, c));
     try {
       if (wanted("metis") && metis_available()) placements.emplace_back("metis", metis_plan(g, c, seed));
     } catch (const Error&) {

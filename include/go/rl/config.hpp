@@ -32,7 +32,7 @@
 //                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
 //     "training": false,           // expand each graph into its training graph first (make_training_graph)
 //     "colocate": true,            // decoding honours colocation groups
-//     "anchor_placements": "default,human,metis,m-etf,m-sct",  // placements the anchor plan is chosen from
+//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct",  // placements the anchor is chosen from
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
@@ -53,6 +53,9 @@
 #include "go/policy/config.hpp"
 
 namespace go::rl {
+
+// Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them.
+inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct";
 
 struct TrainConfig {
   policy::PolicyConfig policy;
@@ -81,7 +84,7 @@ struct TrainConfig {
   double oom_excess_penalty = 1.0;
   bool training = false;
   bool colocate = true;
-  std::string anchor_placements = "default,human,metis,m-etf,m-sct";
+  std::string anchor_placements = kAnchorPlacements;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -122,9 +125,8 @@ struct TrainConfig {
       while (b <= anchor_placements.size()) {
         const std::size_t e = std::min(anchor_placements.find(',', b), anchor_placements.size());
         const std::string m = anchor_placements.substr(b, e - b);
-        GO_CHECK(m == "default" || m == "human" || m == "metis" || m == "m-etf" || m == "m-sct",
-                 "train config: \"anchor_placements\" has '", m,
-                 "', expected a comma-separated list of default, human, metis, m-etf, m-sct");
+        GO_CHECK(!m.empty() && ("," + kAnchorPlacements + ",").find("," + m + ",") != std::string::npos,
+                 "train config: \"anchor_placements\" has '", m, "', expected a comma-separated list of ", kAnchorPlacements);
         ++items;
         b = e + 1;
       }

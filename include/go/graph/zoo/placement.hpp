@@ -181,13 +181,32 @@ void split_branches(const OpGraph& g, int k, std::vector<std::int32_t>& dev, Bra
 
 }  // namespace detail::zoo
 
+namespace detail::zoo {
+// Cuts `order` (forward ops) into k contiguous blocks of equal estimated compute (op_time on a
+// V100), sets their devices, and lets the other ops follow (finish_placement).
+inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, const std::vector<OpId>& order) {
+  std::vector<std::int32_t> dev(static_cast<std::size_t>(g.num_ops()), -1);
+  const DeviceSpec spec;
+  double total = 0;
+  for (OpId v : order) total += op_time(g.op(v), spec);
+  double cum = 0;
+  for (OpId v : order) {
+    const double t = op_time(g.op(v), spec);
+    const double mid = total > 0 ? (cum + 0.5 * t) / total : 0.0;
+    dev[static_cast<std::size_t>(v)] = std::min(k - 1, static_cast<std::int32_t>(mid * k));
+    cum += t;
+  }
+  finish_placement(g, dev);
+  return dev;
+}
+}  // namespace detail::zoo
+
 // Generic expert-style placement for any graph on k devices: forward ops ordered by topological depth
 // (longest path from the inputs, ties by id), cut into k contiguous blocks of equal estimated compute
 // (op_time on a V100); backward/update ops follow their forward op (see zoo.hpp's header comment).
 inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k) {
   GO_CHECK(k >= 1, g.where(), "default_human_placement: k must be at least 1, got ", k);
   const auto n = static_cast<std::size_t>(g.num_ops());
-  std::vector<std::int32_t> dev(n, -1);
   std::vector<std::int32_t> level(n, 0);
   std::vector<OpId> fwd;
   for (OpId v : g.topo_order()) {
@@ -201,18 +220,20 @@ inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k
     const auto la = level[static_cast<std::size_t>(a)], lb = level[static_cast<std::size_t>(b)];
     return la != lb ? la < lb : a < b;
   });
-  const DeviceSpec spec;
-  double total = 0;
-  for (OpId v : fwd) total += op_time(g.op(v), spec);
-  double cum = 0;
-  for (OpId v : fwd) {
-    const double t = op_time(g.op(v), spec);
-    const double mid = total > 0 ? (cum + 0.5 * t) / total : 0.0;
-    dev[static_cast<std::size_t>(v)] = std::min(k - 1, static_cast<std::int32_t>(mid * k));
-    cum += t;
-  }
-  detail::zoo::finish_placement(g, dev);
-  return dev;
+  return detail::zoo::cut_forward_order(g, k, fwd);
+}
+
+// Pipeline stages for any graph on k devices: forward ops in depth-first topological order (which
+// follows a chain to its end before the next, so a stage is a run of whole steps of a recurrence,
+// e.g. Transformer-XL segments or RNN time steps), cut into k contiguous blocks of equal estimated
+// compute; backward/update ops follow their forward op, so stage s's backward overlaps stage s+1's
+// forward where the graph allows (GPipe / PipeDream stages without micro-batches).
+inline std::vector<std::int32_t> pipeline_placement(const OpGraph& g, int k) {
+  GO_CHECK(k >= 1, g.where(), "pipeline_placement: k must be at least 1, got ", k);
+  std::vector<OpId> fwd;
+  for (OpId v : depth_first_topo_order(g))
+    if (g.op(v).role == OpRole::forward) fwd.push_back(v);
+  return detail::zoo::cut_forward_order(g, k, fwd);
 }
 
 // The human-expert placement of a zoo graph (forward or training) on k devices: a device in [0, k)
