@@ -37,6 +37,12 @@
 //     simulated once.
 //   - Stopping: PlaceOptions::budget samples or PlaceOptions::time_limit seconds, whichever comes
 //     first (the reference's graph_placer stops at its allotted time only).
+// What to expect: with the reference's settings (lr 0.1, the baseline starting at the failing cost,
+// so that every early sample is reinforced) the grouper collapses to one group within some ten steps
+// on go's simulator and the zoo graphs, and the answer is mostly the single-device plan (v100x2,
+// 20 s: rnnlm2 and inception_v3 end at the default plan's step time). Smaller learning rates
+// (1e-3, 1e-4) keep more groups for a hundred samples but reach the same plan in 20 s. These are
+// the reference's settings on purpose: HDP is the baseline of the GO paper, not a method to tune.
 // Seeded by PlaceOptions::seed: the same seed gives the same plan at a fixed thread count (a time
 // limit may stop two runs after different numbers of samples).
 #include <algorithm>
@@ -442,6 +448,18 @@ inline Plan hdp_place(const OpGraph& g, const Cluster& c, const HdpOptions& o, H
   return best;
 }
 
+// The best-so-far curve as the method's note ends with it, for convergence plots:
+// "trace samples:seconds:ms 1:0.120:250.100 4:0.480:231.000 ..." (one entry per improvement).
+inline std::string hdp_trace_text(const std::vector<HdpTracePoint>& trace) {
+  std::string s = "trace samples:seconds:ms";
+  char b[96];
+  for (const HdpTracePoint& p : trace) {
+    std::snprintf(b, sizeof b, " %lld:%.3f:%.3f", static_cast<long long>(p.samples), p.seconds, p.best_step_time * 1e3);
+    s += b;
+  }
+  return s;
+}
+
 // Registers "hdp" in the place registry (go/baselines/place.hpp).
 inline void register_hdp_method() {
   PlaceMethod m{"hdp",
@@ -461,7 +479,8 @@ inline void register_hdp_method() {
                     std::snprintf(best, sizeof best, "%.3f ms at sample %lld", rep.best_step_time * 1e3,
                                   static_cast<long long>(rep.best_sample));
                   out.note = std::to_string(rep.num_groups) + " groups, " + std::to_string(rep.samples) +
-                             " samples (" + std::to_string(rep.failing) + " out of memory), best " + best;
+                             " samples (" + std::to_string(rep.failing) + " out of memory), best " + best +
+                             "; " + hdp_trace_text(rep.trace);
                   return p;
                 }};
   m.decides_fusion = true;  // its answer is the plan it simulated: no fusion added
