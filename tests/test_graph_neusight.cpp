@@ -139,6 +139,44 @@ TEST_CASE("neusight: the training graph's gradient ops carry the measured backwa
   CHECK(grads * 1e3 == Approx(190.13765118522568).epsilon(1e-9));
 }
 
+TEST_CASE("neusight: training graphs add no optimizer and no gradients of Python values", "[graph][neusight]") {
+  // NeuSight's measured step is forward + backward; acc_latency (the weight-gradient accumulation)
+  // is already in each row's backward time.
+  const go::OpGraph fwd = go::load_graph(kGpt2Train);
+  const go::OpGraph g = go::make_training_graph(fwd);
+  for (const go::Op& o : g.ops()) CHECK(o.role != go::OpRole::update);
+  CHECK(go::graph_stats(g).param_bytes == go::graph_stats(fwd).param_bytes);
+  // sizes are integers: no gradient op, and ln_1's output (read by size_3, size_4 and view_1) gets
+  // its one gradient from view_1 without an accumulate op
+  CHECK_FALSE(g.find("transformer.h.3/size_3/grad").has_value());
+  CHECK_FALSE(g.find("transformer_h_3_ln_1/grad_sum").has_value());
+  CHECK(g.find("transformer.h.3/view_1/grad").has_value());
+  // the residual stream does get one: add_10 feeds ln_2 and the second residual add
+  CHECK(g.find("transformer.h.3/add_10/grad_sum").has_value());
+  // q, k and v are views of split's tuple: their gradients reach the c_attn matmul
+  CHECK(g.find("transformer.h.3/split/grad").has_value());
+  CHECK(g.find("transformer.h.3/addmm/grad").has_value());
+  // an explicit optimizer still adds its updates and state
+  go::TrainingOptions adam;
+  adam.optimizer = go::Optimizer::adam;
+  const go::OpGraph a = go::make_training_graph(fwd, adam);
+  CHECK(go::graph_stats(a).param_bytes == 3 * go::graph_stats(fwd).param_bytes);
+}
+
+TEST_CASE("neusight: inference dropout, split and getitem are views; training keeps them", "[graph][neusight]") {
+  const go::OpGraph inf = go::load_graph(kGpt2Inf + ":layers=2");
+  const go::OpGraph tr = go::load_graph(kGpt2Train + ":layers=2");
+  for (const std::string& n : {std::string("transformer_h_1_attn_attn_dropout"), std::string("transformer.h.1/split"),
+                               std::string("transformer.h.1/getitem_5")}) {
+    INFO(n);
+    CHECK(inf.op(must_find(inf, n)).kind == go::OpKind::reshape);
+    CHECK(go::is_free_op(inf.op(must_find(inf, n)).kind));
+  }
+  CHECK(tr.op(must_find(tr, "transformer_h_1_attn_attn_dropout")).kind == go::OpKind::dropout);
+  CHECK(tr.op(must_find(tr, "transformer.h.1/split")).kind == go::OpKind::split);
+  CHECK(tr.op(must_find(tr, "transformer.h.1/getitem_5")).kind == go::OpKind::slice);
+}
+
 TEST_CASE("neusight: gpt2_large inference keeps per-layer weights and key/value outputs", "[graph][neusight]") {
   // 125 rows, 102 in transformer.h.0 (its Conv1D weights are get_attr rows); num_layer 36.
   const go::OpGraph g = go::load_graph(kGpt2Inf);

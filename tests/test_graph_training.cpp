@@ -165,3 +165,34 @@ TEST_CASE("training: PipeDream backward times and already-expanded graphs", "[gr
   CHECK(dt.num_edges() == dp.num_edges());
   CHECK(dt.info().training);
 }
+
+TEST_CASE("training: no optimizer, and integer values carry no gradient", "[graph][training]") {
+  // x -> fc -> {shape (an i64 size read off fc's output), act}; act reads both
+  go::GraphBuilder b;
+  b.add_op(make_op(0, "x", go::OpKind::input, {}));
+  b.add_op(make_op(1, "fc", go::OpKind::matmul, {{0, 0}}, 1000, 256));
+  auto shape = make_op(2, "shape", go::OpKind::reshape, {{1, 0}});
+  shape.outputs[0].dtype = go::ElemType::i64;
+  shape.outputs[0].shape = {2};
+  b.add_op(shape);
+  b.add_op(make_op(3, "act", go::OpKind::mul, {{1, 0}, {2, 0}}, 64));
+  const go::OpGraph fwd = b.build();
+  go::TrainingOptions none;
+  none.optimizer = go::Optimizer::none;
+  const go::OpGraph g = go::make_training_graph(fwd, none);
+  CHECK_NOTHROW(g.validate());
+  CHECK_FALSE(g.find("shape/grad").has_value());
+  // fc's output has one gradient contribution (act's), so no accumulate op sums it
+  int accumulates = 0, updates = 0;
+  for (const go::Op& o : g.ops()) {
+    accumulates += o.kind == go::OpKind::accumulate;
+    updates += o.role == go::OpRole::update;
+  }
+  CHECK(accumulates == 0);
+  CHECK(updates == 0);
+  CHECK(go::graph_stats(g).param_bytes == 256);  // no optimizer state
+  CHECK(reads(g, id_of(g, "fc/grad"), id_of(g, "act/grad")));
+  // the default optimizer (momentum) adds an update op for fc's weights
+  const go::OpGraph m = go::make_training_graph(fwd);
+  CHECK(m.find("fc/update").has_value());
+}

@@ -7,7 +7,8 @@
 //
 // MEASURED TIMES. Op::time = fw_latency; a training profile (some bw_latency > 0) also sets
 // Op::backward_time = bw_latency + acc_latency (the gradient kernels and the accumulation of the
-// weight gradient), which make_training_graph (`--training`) gives the op's gradient op. ms -> s.
+// weight gradient), which make_training_graph (`--training`) gives the op's gradient op; it adds no
+// optimizer update ops to these graphs (format "neusight"): NeuSight's measured step has none. ms -> s.
 //
 // THE WHOLE MODEL. The traced layer is the set of nodes whose module path (an entry of meta's
 // nn_module_stack, or the target of a call_module / get_attr node) has a component `0` after a
@@ -36,7 +37,8 @@
 //   exists, else the number of indices); add, sub, mul, truediv; split -> split, cat -> concat;
 //   view / reshape / permute / transpose / expand / unsqueeze and every node whose result is not a
 //   tensor (size, getattr, getitem of sizes, finfo) -> reshape, a view that moves no data;
-//   contiguous -> transpose (the copy that a permute defers); getitem of a tensor -> slice; casts,
+//   contiguous -> transpose (the copy that a permute defers); getitem of a tensor -> slice; in an
+//   inference profile dropout, split and getitem of a tensor are views (reshape) instead; casts,
 //   masks, comparisons, pow, where, full/ones/arange -> elementwise; anything else -> other.
 //   The fx `output` node is kept as a zero-time reshape that reads the model's results.
 // Errors (missing column, bad number or shape, unknown or duplicate node, cycle, no nodes, no layer
@@ -607,10 +609,16 @@ inline OpGraph parse_neusight(std::string_view text, const std::string& source, 
       if (param_name == container + ".0") param_name = container + "." + c;
     }
     s.kind = ns::fx_kind(n.op, n.callee, n.tensor_out);
+    // In inference, dropout is the identity and split / getitem (the models index with slices) return
+    // views: no data moves. Training keeps their kinds: the dropout mask is a kernel, and the gradients
+    // of split and getitem (cat, scatter into zeros) are copies.
+    if (!training && (s.kind == OpKind::dropout || s.kind == OpKind::split || s.kind == OpKind::slice))
+      s.kind = OpKind::reshape;
     s.time = n.fw * 1e-3;
     if (training) s.backward_time = n.bw * 1e-3;
     TensorSpec t;
-    t.dtype = n.tensor_out ? n.dtype : ElemType::i64;
+    // A split's tuple holds float views (it carries gradients); other Python values are integers.
+    t.dtype = n.tensor_out ? n.dtype : n.callee == "split" || n.callee == "chunk" || n.callee == "unbind" ? ElemType::f32 : ElemType::i64;
     if (n.tensor_out) {
       t.shape = n.out_shape;
     } else {

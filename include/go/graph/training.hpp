@@ -16,7 +16,12 @@
 //   - one `update` op per parameter (role update) reads that parameter's gradient; it owns the
 //     optimizer state (momentum: 1x the parameter bytes, Adam: 2x, SGD: none) and is colocated with
 //     the forward op that owns the parameter (ops owning parameters without a colocation group get
-//     a fresh one), since the weights live there.
+//     a fresh one), since the weights live there. Optimizer::none adds no update ops: the default
+//     for NeuSight profiles (GraphInfo::format "neusight"), whose measured step is forward +
+//     backward only and whose backward times already hold the weight-gradient accumulation;
+//   - an op whose outputs are all integer or boolean (sizes, indices, masks) gets no gradient: none
+//     flows through such values, and counting their readers as gradient contributions would add
+//     accumulate ops that no framework runs.
 // FLOPs: conv/matmul/rnn gradients cost one forward FLOP count per operand gradient (input and/or
 // weights, so about 2x the forward); normalization and softmax 2x; other kinds 1x; accumulation one
 // FLOP per element per extra operand; updates 2 (SGD), 4 (momentum) or 12 (Adam) FLOPs per weight.
@@ -26,6 +31,7 @@
 // unchanged.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,10 +43,10 @@
 
 namespace go {
 
-enum class Optimizer : std::uint8_t { sgd, momentum, adam };
+enum class Optimizer : std::uint8_t { sgd, momentum, adam, none };
 
 struct TrainingOptions {
-  Optimizer optimizer = Optimizer::momentum;
+  std::optional<Optimizer> optimizer;  // unset: none for NeuSight profiles, else momentum
 };
 
 namespace detail {
@@ -69,6 +75,18 @@ inline SavedActivations saved_activations(OpKind k) {
     case OpKind::reduce:
     case OpKind::accumulate: return SavedActivations::none;
     default: return SavedActivations::inputs;
+  }
+}
+
+inline bool is_integral(ElemType t) {
+  switch (t) {
+    case ElemType::i8:
+    case ElemType::u8:
+    case ElemType::i16:
+    case ElemType::i32:
+    case ElemType::i64:
+    case ElemType::boolean: return true;
+    default: return false;
   }
 }
 
@@ -108,8 +126,12 @@ inline OpGraph make_training_graph(const OpGraph& fwd, const TrainingOptions& op
     if ((o.kind == OpKind::input || o.kind == OpKind::constant) && o.param_bytes == 0) continue;
     bool r = o.param_bytes > 0;
     for (TensorId t : fwd.inputs(v)) r = r || req[static_cast<std::size_t>(fwd.tensor(t).producer)];
-    req[static_cast<std::size_t>(v)] = r ? 1 : 0;
+    bool integral = o.num_outputs > 0;
+    for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t)
+      integral = integral && detail::is_integral(fwd.tensor(t).dtype);
+    req[static_cast<std::size_t>(v)] = r && !integral ? 1 : 0;
   }
+  const Optimizer optimizer = opts.optimizer.value_or(fwd.info().format == "neusight" ? Optimizer::none : Optimizer::momentum);
 
   // ---- ids ----
   std::int64_t next_id = 0;
@@ -248,6 +270,7 @@ inline OpGraph make_training_graph(const OpGraph& fwd, const TrainingOptions& op
       pg.bytes = p.bytes;
       const auto k = static_cast<std::int32_t>(gs.outputs.size());
       gs.outputs.push_back(pg);
+      if (optimizer == Optimizer::none) continue;
       OpSpec up;
       up.name = p.name + "/update";
       up.kind = OpKind::update;
@@ -255,7 +278,8 @@ inline OpGraph make_training_graph(const OpGraph& fwd, const TrainingOptions& op
       up.colocation = group;
       up.inputs.push_back(TensorRef{gs.id, k});
       const double elems = static_cast<double>(p.bytes) / 4.0;
-      switch (opts.optimizer) {
+      switch (optimizer) {
+        case Optimizer::none:
         case Optimizer::sgd: up.flops = 2 * elems; break;
         case Optimizer::momentum:
           up.flops = 4 * elems;
