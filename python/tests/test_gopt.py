@@ -419,7 +419,7 @@ class Simulate(unittest.TestCase):
 
 class Place(unittest.TestCase):
     ALL = ["default", "human", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal", "go", "go-zero-shot",
-           "go-one", "best-heuristic"]
+           "go-one", "best-heuristic", "exact"]
 
     def test_registry(self):
         self.assertEqual(sorted(gopt.methods()), sorted(self.ALL))
@@ -430,6 +430,10 @@ class Place(unittest.TestCase):
         g = gopt.load_graph(RESNET18, training=True)
         c = gopt.cluster("v100x2")
         for m in gopt.methods():
+            if m == "exact":  # a MILP for small graphs: this one has too many ops (or no CBC in the build)
+                with self.assertRaisesRegex(RuntimeError, "coarsen the graph first|CBC was not found"):
+                    gopt.place(g, c, m)
+                continue
             with self.subTest(method=m):
                 r = gopt.place(g, c, m, budget=32, finetune=1)
                 self.assertEqual(r.method, m)
@@ -439,6 +443,17 @@ class Place(unittest.TestCase):
                 self.assertEqual(gopt.simulate(g, c, r.plan).step_time_ms, r.step_time_ms)
                 self.assertEqual(r.peak_memory_bytes.shape, (2,))
         self.assertIn("anchor", gopt.place(g, c, "go-zero-shot").note)
+
+    def test_exact(self):
+        g = gopt.load_graph(EXAMPLE)
+        try:
+            r = gopt.place(g, "v100x2", "exact")
+        except RuntimeError as e:
+            self.assertIn("apt-get install coinor-libcbc-dev", str(e))
+            self.skipTest("built without CBC")
+        self.assertTrue(r.valid, r.reason)
+        self.assertIn("lower bound", r.note)
+        self.assertEqual(gopt.simulate(g, "v100x2", r.plan).step_time_ms, r.step_time_ms)
 
     def test_seeds(self):
         g = gopt.load_graph(RESNET18, training=True)

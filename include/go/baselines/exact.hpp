@@ -22,8 +22,11 @@
 //             parameters + outputs + scratch, all for the whole step) of its ops, plus the bytes of
 //             every tensor it receives from another device (r >= x[consumer][d] - x[producer][d]),
 //             within DeviceSpec::memory_bytes. Conservative: a plan within it never runs out of memory
-//             in the simulator, which frees activations and scratch earlier. Left out when the whole
-//             graph with every tensor copied to every device fits the smallest device.
+//             in the simulator, which frees activations and scratch earlier, but on training graphs
+//             it can forbid plans that fit (one device for all). So the MILP is first solved without
+//             these rows, and again with them only when its plan runs out of memory in the simulator
+//             (the note says so); they are left out, too, when the whole graph with every tensor
+//             copied to every device fits the smallest device.
 //   symmetry  when the devices are identical (spec, memory, every link alike), devices are numbered
 //             in the order of their first unit (by topological position).
 // Times are scaled so the best start's makespan is 1000 (CBC's tolerances are absolute).
@@ -46,6 +49,12 @@
 //   - fusion is not modelled (the plan has none).
 // On graphs without cross-device transfers on the critical schedule and with non-delay optimal
 // schedules (e.g. independent ops, chains, one device) the plan simulates to the objective.
+// The other way round, the model is a relaxation of the simulator: the simulated start times of any
+// unfused plan satisfy every constraint above but memory (contention and list scheduling only delay
+// ops; one producer's tensors to one consumer leave one after the other), so when the memory rows
+// are not binding (ExactSolution::memory_modelled false: left out) the MILP optimum, and CBC's bound,
+// are lower bounds on the simulated step time of every unfused plan. Fusion (anneal, go) can go
+// below them: a fused kernel pays one launch and less memory traffic than its ops apart.
 //
 // CBC is compiled in when GO_WITH_CBC is defined (cmake/baselines.cmake finds it); otherwise
 // exact_solve throws a go::Error saying so.
@@ -100,6 +109,8 @@ struct ExactSolution {
   double bound = 0;       // CBC's lower bound on the optimum, seconds (== objective when proven)
   bool optimal = false;   // proven optimal (under the model)
   bool used_cbc = false;  // false: a start met the lower bound, or the graph was trivial
+  bool memory_modelled = false;  // the memory rows were in the MILP (else they could not bind)
+  double lower_bound = 0;  // the memory-free MILP's optimum or bound: at most every unfused plan's simulated step time
   double seconds = 0;     // wall time of the whole method
   std::string note;       // "optimal (proven)" or "gap x% to bound y ms after t s", with the objective
 };
@@ -295,37 +306,18 @@ inline Schedule model_schedule(const Problem& pb, const Plan& plan) {
   return s;
 }
 
-inline std::string ms(double seconds) {
+inline std::string fmt_ms(double seconds) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.4g ms", seconds * 1e3);
+  std::snprintf(b, sizeof b, "%.6g ms", seconds * 1e3);
   return b;
 }
 
-}  // namespace detail::exact
-
-// Solves the placement + schedule MILP of the header comment. Throws go::Error when CBC is not
-// compiled in, the graph has more than kExactMaxOps ops, or no placement fits the devices' memory.
-inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const ExactOptions& opts = {}) {
-  using namespace detail::exact;
-  const auto t0 = std::chrono::steady_clock::now();
-#if !defined(GO_WITH_CBC)
-  (void)g;
-  (void)c;
-  (void)opts;
-  (void)t0;
-  GO_FAIL("exact: CBC was not found when go was built; install it (apt-get install coinor-libcbc-dev) and rebuild");
-#else
-  GO_CHECK(g.num_ops() <= kExactMaxOps, "exact: ", g.num_ops(), " ops; the MILP handles small graphs (<= ", kExactMaxOps,
-           " ops); coarsen the graph first");
-  c.validate();
+#if defined(GO_WITH_CBC)
+// One MILP solve (with or without the memory rows) within `seconds`.
+inline ExactSolution solve_model(const Problem& pb, bool with_memory, double seconds, std::chrono::steady_clock::time_point t0) {
+  const OpGraph& g = pb.g;
+  const Cluster& c = pb.c;
   ExactSolution out;
-  const double limit = opts.time_limit > 0 ? opts.time_limit : 60.0;
-  if (g.num_ops() == 0) {
-    out.optimal = true;
-    out.note = "optimal (proven): empty graph";
-    return out;
-  }
-  const Problem pb(g, c, opts.sim);
   const auto n = static_cast<std::size_t>(pb.n);
   const auto K = static_cast<std::size_t>(pb.k);
   const bool sym = pb.k > 1 && pb.symmetric();
@@ -335,11 +327,11 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
   Schedule best;
   bool have = false;
   for (Plan& p : starts) {
-    if (!check_plan(g, p, pb.k, true, false).empty() || !pb.fits([&] {
+    if (!check_plan(g, p, pb.k, true, false).empty() || (with_memory && !pb.fits([&] {
           std::vector<std::int32_t> d(n);
           for (std::size_t v = 0; v < n; ++v) d[v] = p.device_of(static_cast<OpId>(v));
           return d;
-        }()))
+        }())))
       continue;
     if (sym) {  // devices renumbered in the order of their first unit
       std::vector<std::int32_t> map(K, -1);
@@ -380,7 +372,7 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
     out.bound = optimal ? objective : bound;
     out.optimal = optimal;
     out.seconds = detail::base::seconds_since(t0);
-    out.note = how + "; MILP makespan " + ms(objective);
+    out.note = how + "; MILP makespan " + fmt_ms(objective) + (out.memory_modelled ? " (memory rows included)" : "");
     return out;
   };
   if (have && (pb.k == 1 || best.makespan <= lb * (1 + 1e-9)))
@@ -548,7 +540,8 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
     for (const Op& o : g.ops()) total += static_cast<double>(detail::base::op_footprint(o));
     for (const TensorInfo& t : g.tensors()) tensors += static_cast<double>(t.bytes);
     for (std::int32_t d = 0; d < pb.k; ++d) smallest = std::min(smallest, static_cast<double>(c.spec(d).memory_bytes));
-    if (total + (pb.k - 1) * tensors > smallest) {
+    out.memory_modelled = with_memory && total + (pb.k - 1) * tensors > smallest;
+    if (out.memory_modelled) {
       std::vector<Row> mem(K);
       for (std::int32_t d = 0; d < pb.k; ++d) {
         const double cap = static_cast<double>(c.spec(d).memory_bytes);
@@ -634,7 +627,7 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
     }
     Cbc_setMIPStartI(m, static_cast<int>(idx.size()), idx.data(), val.data());
   }
-  const std::string sec = std::to_string(std::max(1.0, limit - detail::base::seconds_since(t0)));
+  const std::string sec = std::to_string(std::max(1.0, seconds));
   Cbc_setParameter(m, "log", "0");
   Cbc_setParameter(m, "timeMode", "elapsed");
   Cbc_setParameter(m, "sec", sec.c_str());
@@ -648,9 +641,9 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
   const double secs = detail::base::seconds_since(t0);
   char gap[96];
   if (!sol) {
-    GO_CHECK(have, "exact: CBC found no placement that fits the devices' memory within ", limit, " s");
+    GO_CHECK(have, "exact: CBC found no placement that fits the devices' memory within ", seconds, " s");
     std::snprintf(gap, sizeof gap, "gap %.1f%% to bound %s after %.0f s (CBC found nothing better than the best heuristic start)",
-                  100 * (best.makespan - bound) / best.makespan, ms(bound).c_str(), secs);
+                  100 * (best.makespan - bound) / best.makespan, fmt_ms(bound).c_str(), secs);
     return finish(best.dev, best.start, best.makespan, bound, false, gap);
   }
   std::vector<std::int32_t> dev(n);
@@ -665,8 +658,50 @@ inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const Exact
   const double objective = sol[Ccol] / scale;
   const bool optimal = Cbc_isProvenOptimal(m) || objective <= bound * (1 + 1e-9);
   if (optimal) return finish(dev, st, objective, objective, true, "optimal (proven)");
-  std::snprintf(gap, sizeof gap, "gap %.1f%% to bound %s after %.0f s", 100 * (objective - bound) / objective, ms(bound).c_str(), secs);
+  std::snprintf(gap, sizeof gap, "gap %.1f%% to bound %s after %.0f s", 100 * (objective - bound) / objective, fmt_ms(bound).c_str(), secs);
   return finish(dev, st, objective, bound, false, gap);
+}
+#endif
+
+}  // namespace detail::exact
+
+// Solves the placement + schedule MILP of the header comment: first without the memory rows (its
+// optimum is then a lower bound on every unfused plan), and when that plan runs out of memory in the
+// simulator, again with them, for the time left or half the limit, whichever is longer. Throws
+// go::Error when CBC is not compiled in, the graph has more than kExactMaxOps ops, or no placement
+// fits the devices' memory under the static estimate.
+inline ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const ExactOptions& opts = {}) {
+  using namespace detail::exact;
+  const auto t0 = std::chrono::steady_clock::now();
+#if !defined(GO_WITH_CBC)
+  (void)g;
+  (void)c;
+  (void)opts;
+  (void)t0;
+  GO_FAIL("exact: CBC was not found when go was built; install it (apt-get install coinor-libcbc-dev) and rebuild");
+#else
+  GO_CHECK(g.num_ops() <= kExactMaxOps, "exact: ", g.num_ops(), " ops; the MILP handles small graphs (<= ", kExactMaxOps,
+           " ops); coarsen the graph first");
+  c.validate();
+  const double limit = opts.time_limit > 0 ? opts.time_limit : 60.0;
+  if (g.num_ops() == 0) {
+    ExactSolution out;
+    out.optimal = true;
+    out.note = "optimal (proven): empty graph; lower bound 0 ms";
+    return out;
+  }
+  const Problem pb(g, c, opts.sim);
+  ExactSolution s = solve_model(pb, false, limit, t0);
+  const double lower = s.bound;
+  const Simulator sim(g, c, opts.sim);
+  if (sim.simulate(s.plan).status == SimStatus::out_of_memory) {
+    s = solve_model(pb, true, std::max(limit - detail::base::seconds_since(t0), limit / 2), t0);
+    s.note = "the optimum without memory limits runs out of memory; under the static memory estimate: " + s.note;
+  }
+  s.lower_bound = lower;
+  s.note += "; lower bound " + fmt_ms(lower);
+  s.seconds = detail::base::seconds_since(t0);
+  return s;
 #endif
 }
 
@@ -680,7 +715,7 @@ inline Plan exact_plan(const OpGraph& g, const Cluster& c, const PlaceOptions& o
   if (note) {
     PlaceResult r;
     evaluate_plan(g, c, s.plan, r, o.sim);
-    *note = s.note + ", simulated " + (r.valid ? detail::exact::ms(r.step_time) : std::string("out of memory"));
+    *note = s.note + "; simulated " + (r.valid ? detail::exact::fmt_ms(r.step_time) : std::string("out of memory"));
   }
   return std::move(s.plan);
 }
