@@ -483,6 +483,15 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   REQUIRE(bh.valid);
   CHECK(bh.step_time == rep.anchor_step_time);
   CHECK(bh.simulations >= 4);  // each placement with and without priorities and fusion
+  // anneal-anchor: annealing that also starts from that anchor, so never worse than it; the budget
+  // counts the anchor's simulations
+  o.budget = bh.simulations + 30;
+  const PlaceResult aa = place("anneal-anchor", g, cl, o);
+  REQUIRE(aa.valid);
+  CHECK(aa.step_time <= bh.step_time);
+  CHECK(aa.simulations == o.budget);
+  CHECK(aa.note.find("anchor ") == 0);
+  CHECK(aa.step_time == Simulator(g, cl).simulate(aa.plan).step_time);
   o.policy = temp_path("no_such_policy.ckpt");
   CHECK_THROWS_WITH(place("go", g, cl, o), Catch::Contains("not found"));
   o.policy.clear();

@@ -12,6 +12,9 @@
 //                 of the policy file's architecture, the same procedure as go.
 //   best-heuristic the anchor plan on its own (go/rl/anchor.hpp): the best simulated combination of
 //                 the heuristic placements, critical-path priorities and XLA-like fusion.
+//   anneal-anchor annealing (go/baselines/search.hpp) whose starting plans are anneal's and GO's
+//                 anchor, so it starts where GO starts; the time limit counts the anchor's time, as
+//                 GO's does.
 //
 // The policy: PlaceOptions::policy, else the default given to register_go_methods() (gopt passes
 // the policy shipped in policies/). A checkpoint of `gopt train` brings its training config
@@ -225,6 +228,28 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  }};
   bh.decides_fusion = true;
   register_place_method(bh);
+  PlaceMethod aa{"anneal-anchor",
+                 "anneal starting also from GO's anchor (the best-heuristic plan), so it starts where GO does "
+                 "(budget: simulations; --time-limit: seconds, the anchor's time included)",
+                 [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
+                   const auto t0 = std::chrono::steady_clock::now();
+                   const Simulator sim(g, c, po.sim);
+                   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+                   const Anchor a = choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
+                                                  kAnchorPlacements, po.seed);
+                   std::vector<Plan> starts = go::detail::base::anneal_starts(g, c, po);
+                   starts.push_back(a.plan);
+                   double limit = po.time_limit;
+                   if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
+                     limit = std::max(1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                   const std::int64_t budget = std::max<std::int64_t>(1, po.budget - a.candidates);
+                   Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit);
+                   out.simulations += a.candidates;
+                   out.note = "anchor " + a.describe() + " " + detail::go_method::ms(a.result.step_time);
+                   return p;
+                 }};
+  aa.decides_fusion = true;
+  register_place_method(aa);
   register_hdp_method();
 }
 
