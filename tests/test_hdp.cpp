@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,12 +17,13 @@ namespace {
 struct Tiny {
   go::GraphBuilder b;
   go::OpId op(const std::string& name, double ms, std::int64_t out_bytes, std::vector<go::OpId> ins = {},
-              go::OpKind kind = go::OpKind::matmul, std::int32_t colocation = -1) {
+              go::OpKind kind = go::OpKind::matmul, std::int32_t colocation = -1, std::int64_t params = 0) {
     go::OpSpec s;
     s.name = name;
     s.kind = kind;
     s.time = ms * 1e-3;
     s.colocation = colocation;
+    s.param_bytes = params;
     go::TensorSpec t;
     t.shape = {out_bytes / 4};
     t.bytes = out_bytes;
@@ -32,24 +34,24 @@ struct Tiny {
   go::OpGraph build() { return b.build(); }
 };
 
-go::Cluster test_cluster(int n) {
+go::Cluster test_cluster(int n, std::int64_t memory = 1LL << 40) {
   go::DeviceSpec s;
   s.name = "test";
   s.peak_flops = 1e12;
   s.mem_bandwidth = 1e9;
   s.launch_overhead = 1e-5;
-  s.memory_bytes = 1LL << 40;
+  s.memory_bytes = memory;
   return go::Cluster::uniform("test", s, n, 1e9, 1e-4);
 }
 
 // Two independent chains of `len` ops of 1 ms: one chain per device takes len ms, one device 2 len.
-go::OpGraph two_chains(int len, int colocated = 0) {
+go::OpGraph two_chains(int len, int colocated = 0, std::int64_t params = 0) {
   Tiny t;
   go::OpId pa = -1, pb = -1;
   for (int i = 0; i < len; ++i) {
     auto in = [](go::OpId p) { return p < 0 ? std::vector<go::OpId>{} : std::vector<go::OpId>{p}; };
-    pa = t.op("a" + std::to_string(i), 1, 1 << 10, in(pa), go::OpKind::matmul, i < colocated ? 0 : -1);
-    pb = t.op("b" + std::to_string(i), 1, 1 << 10, in(pb), go::OpKind::conv, i < colocated ? 0 : -1);
+    pa = t.op("a" + std::to_string(i), 1, 1 << 10, in(pa), go::OpKind::matmul, i < colocated ? 0 : -1, params);
+    pb = t.op("b" + std::to_string(i), 1, 1 << 10, in(pb), go::OpKind::conv, i < colocated ? 0 : -1, params);
   }
   return t.build();
 }
@@ -160,6 +162,27 @@ TEST_CASE("hdp: time limit, one device, tiny graphs, colocation", "[hdp]") {
     CHECK(rep.failing == 0);
     CHECK(go::check_plan(g, p, 2).empty());
   }
+}
+
+TEST_CASE("hdp: the late phases on a cluster where some plans do not fit", "[hdp]") {
+  // 16 ops of 100 MB parameters on devices of 1 GB: one device cannot hold them all, a balanced
+  // split can. The schedule is shortened so that replayed devices (stop_sampling), the end of the
+  // noise, the learning-rate decay and the phase where failing samples no longer update all run.
+  const go::OpGraph g = two_chains(8, 0, 100000000);
+  go::rl::HdpOptions o = small(60);
+  o.config.stop_noise_step = 10;
+  o.config.stop_sampling = 20;
+  o.config.start_decay_step = 5;
+  o.config.decay_steps = 5;
+  o.config.stop_updating_after_steps = 30;
+  go::rl::HdpReport rep;
+  const go::Plan p = go::rl::hdp_place(g, test_cluster(2, 1000000000), o, &rep);
+  CHECK(rep.samples == 60);
+  CHECK(rep.failing > 0);
+  REQUIRE(std::isfinite(rep.best_step_time));
+  const go::SimResult r = go::Simulator(g, test_cluster(2, 1000000000)).simulate(p);
+  CHECK(r.valid);
+  CHECK(r.step_time == Approx(rep.best_step_time));
 }
 
 TEST_CASE("hdp: a place() method", "[hdp]") {

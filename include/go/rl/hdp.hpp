@@ -426,19 +426,20 @@ inline Plan hdp_place(const OpGraph& g, const Cluster& c, const HdpOptions& o, H
     // REINFORCE update; before stop_updating_after_steps every sample counts, after it only those that fit
     const bool fits = cost < failing_cost;
     const bool early = step < cfg.stop_updating_after_steps;
+    adam.zero_grad();
     if (early || fits) {
       Variable loss = scale(logp_place + logp_group, static_cast<float>(cost - baseline));
-      adam.zero_grad();
       loss.backward();
       clip_grad_norm(params, cfg.grad_bound);
-      const double lr = step < cfg.start_decay_step
-                            ? cfg.lr
-                            : cfg.lr * std::pow(cfg.lr_dec, static_cast<double>((step - cfg.start_decay_step) / cfg.decay_steps));
-      adam.set_lr(static_cast<float>(lr));
-      adam.step();
     } else {
-      adam.set_step_count(adam.step_count() + 1);  // the reference's global step still advances
+      // the reference's loss is then the constant 0: Adam still steps, on zero gradients (momentum)
+      for (const Variable& p : params) (void)p.grad();
     }
+    const double lr = step < cfg.start_decay_step
+                          ? cfg.lr
+                          : cfg.lr * std::pow(cfg.lr_dec, static_cast<double>((step - cfg.start_decay_step) / cfg.decay_steps));
+    adam.set_lr(static_cast<float>(lr));
+    adam.step();
     ++rep.updates;
     if (early || fits) baseline = cfg.bl_dec * baseline + (1 - cfg.bl_dec) * cost;
   }
