@@ -23,7 +23,7 @@
 //   - Op features are scaled per column by their largest magnitude in the graph. The reference
 //     feeds raw values (topological indices up to 80,000, dimension sizes in the thousands) into a
 //     linear grouper, whose softmax is then saturated at its Glorot init: the grouping gets no
-//     gradient and only the logit noise moves it. Scaling keeps the same function of the features.
+//     gradient and only the logit noise moves it. Scaled, the same features leave it trainable.
 //   - Group embeddings give the output-dim sums their own columns: the reference adds them onto the
 //     first 25 columns (edge counts / op types) and leaves the 25 columns it reserved for them zero.
 //   - The noise's scale (0.5 x RMS of the logits) is a constant of the step: the reference
