@@ -34,6 +34,9 @@
 // (ops in priority order, each as early as the model allows); the best one that fits in memory is
 // CBC's MIP start and gives M. When it already meets the lower bound max(critical path, total work /
 // devices) of the cheapest device times, it is returned without CBC.
+// Second solve: among plans no longer than the first solve's, the fewest transfers (the sum of
+// their model times), from the first plan, for at most 20% of the time (the makespan objective is
+// indifferent to transfers off the critical path, and the simulator queues them on the links).
 // Plan: each op's device; priorities from the start times (earlier first; at one instant zero-time
 // ops first, then topological order); no fusion.
 //
@@ -369,7 +372,7 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
     std::sort(order.begin(), order.end(), [&](OpId a, OpId b) { return key(a) < key(b); });
     out.plan.priority = detail::base::priorities_from_order(pb.n, order);
     out.objective = objective;
-    out.bound = optimal ? objective : bound;
+    out.bound = optimal ? std::min(objective, bound) : bound;
     out.optimal = optimal;
     out.seconds = detail::base::seconds_since(t0);
     out.note = how + "; MILP makespan " + fmt_ms(objective) + (out.memory_modelled ? " (memory rows included)" : "");
@@ -607,13 +610,25 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
       value[at] = r.val[e];
     }
   }
-  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  using CbcPtr = std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)>;
+  auto load = [&](const std::vector<double>& objective, const std::vector<double>& upper, double secs) {
+    CbcPtr p(Cbc_newModel(), Cbc_deleteModel);
+    Cbc_loadProblem(p.get(), ncols, nrows, start.data(), index.data(), value.data(), collb.data(), upper.data(),
+                    objective.data(), rowlb.data(), rowub.data());
+    for (int j = 0; j < ncols; ++j)
+      if (integer[static_cast<std::size_t>(j)]) Cbc_setInteger(p.get(), j);
+    Cbc_setObjSense(p.get(), 1);
+    const std::string sec = std::to_string(std::max(1.0, secs));
+    Cbc_setParameter(p.get(), "log", "0");
+    Cbc_setParameter(p.get(), "timeMode", "elapsed");
+    Cbc_setParameter(p.get(), "sec", sec.c_str());
+    Cbc_setParameter(p.get(), "threads", "0");
+    return p;
+  };
+  // phase 1 (the makespan) gets 80% of the time, phase 2 (fewest transfers at that makespan) at most 20%
+  const auto t_solve = std::chrono::steady_clock::now();
+  CbcPtr model = load(obj, colub, 0.8 * seconds);
   Cbc_Model* m = model.get();
-  Cbc_loadProblem(m, ncols, nrows, start.data(), index.data(), value.data(), collb.data(), colub.data(), obj.data(),
-                  rowlb.data(), rowub.data());
-  for (int j = 0; j < ncols; ++j)
-    if (integer[static_cast<std::size_t>(j)]) Cbc_setInteger(m, j);
-  Cbc_setObjSense(m, 1);
   if (have) {
     std::vector<int> idx;
     std::vector<double> val;
@@ -627,11 +642,6 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
     }
     Cbc_setMIPStartI(m, static_cast<int>(idx.size()), idx.data(), val.data());
   }
-  const std::string sec = std::to_string(std::max(1.0, seconds));
-  Cbc_setParameter(m, "log", "0");
-  Cbc_setParameter(m, "timeMode", "elapsed");
-  Cbc_setParameter(m, "sec", sec.c_str());
-  Cbc_setParameter(m, "threads", "0");
   Cbc_solve(m);
   out.used_cbc = true;
   const double* sol = Cbc_bestSolution(m);
@@ -646,19 +656,49 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
                   100 * (best.makespan - bound) / best.makespan, fmt_ms(bound).c_str(), secs);
     return finish(best.dev, best.start, best.makespan, bound, false, gap);
   }
+  std::vector<double> best_sol(sol, sol + ncols);
+  const double first = best_sol[static_cast<std::size_t>(Ccol)] / scale;
+  const bool optimal = Cbc_isProvenOptimal(m) || first <= bound * (1 + 1e-9);
+  // Phase 2: among plans no longer than this one, the fewest transfers (sum of their model times):
+  // the makespan objective is indifferent to transfers off the critical path, and the simulator
+  // queues them on the links.
+  std::vector<double> tobj(static_cast<std::size_t>(ncols), 0.0);
+  double moved = 0;
+  for (const DelayVar& dv : dvar)
+    if (dv.col >= 0) {
+      tobj[static_cast<std::size_t>(dv.col)] = dv.uniform ? dv.T * scale : 1.0;
+      moved += best_sol[static_cast<std::size_t>(dv.col)] * tobj[static_cast<std::size_t>(dv.col)];
+    }
+  if (moved > 1e-9) {
+    tobj[static_cast<std::size_t>(Ccol)] = 1e-3;
+    std::vector<double> upper = colub;
+    upper[static_cast<std::size_t>(Ccol)] = best_sol[static_cast<std::size_t>(Ccol)] + 1e-6;
+    CbcPtr second = load(tobj, upper, std::min(0.2 * seconds, seconds - detail::base::seconds_since(t_solve)));
+    std::vector<int> idx;
+    std::vector<double> val;
+    for (int j = 0; j < ncols; ++j)
+      if (integer[static_cast<std::size_t>(j)]) {
+        idx.push_back(j);
+        val.push_back(std::round(best_sol[static_cast<std::size_t>(j)]));
+      }
+    Cbc_setMIPStartI(second.get(), static_cast<int>(idx.size()), idx.data(), val.data());
+    Cbc_solve(second.get());
+    if (const double* s2 = Cbc_bestSolution(second.get()); s2 && s2[Ccol] <= best_sol[static_cast<std::size_t>(Ccol)] + 1e-6)
+      best_sol.assign(s2, s2 + ncols);
+  }
   std::vector<std::int32_t> dev(n);
   std::vector<double> st(n);
   for (std::size_t v = 0; v < n; ++v) {
     std::int32_t bd = 0;
     for (std::int32_t d = 1; d < pb.k; ++d)
-      if (sol[x(static_cast<OpId>(v), d)] > sol[x(static_cast<OpId>(v), bd)]) bd = d;
+      if (best_sol[static_cast<std::size_t>(x(static_cast<OpId>(v), d))] > best_sol[static_cast<std::size_t>(x(static_cast<OpId>(v), bd))]) bd = d;
     dev[v] = bd;
-    st[v] = sol[S[v]] / scale;
+    st[v] = best_sol[static_cast<std::size_t>(S[v])] / scale;
   }
-  const double objective = sol[Ccol] / scale;
-  const bool optimal = Cbc_isProvenOptimal(m) || objective <= bound * (1 + 1e-9);
-  if (optimal) return finish(dev, st, objective, objective, true, "optimal (proven)");
-  std::snprintf(gap, sizeof gap, "gap %.1f%% to bound %s after %.0f s", 100 * (objective - bound) / objective, fmt_ms(bound).c_str(), secs);
+  const double objective = best_sol[static_cast<std::size_t>(Ccol)] / scale;
+  if (optimal) return finish(dev, st, objective, first, true, "optimal (proven)");
+  std::snprintf(gap, sizeof gap, "gap %.1f%% to bound %s after %.0f s", 100 * (objective - bound) / objective, fmt_ms(bound).c_str(),
+                detail::base::seconds_since(t0));
   return finish(dev, st, objective, bound, false, gap);
 }
 #endif
