@@ -430,9 +430,7 @@ class Place(unittest.TestCase):
         g = gopt.load_graph(RESNET18, training=True)
         c = gopt.cluster("v100x2")
         for m in gopt.methods():
-            if m == "exact":  # a MILP for small graphs: this one has too many ops (or no CBC in the build)
-                with self.assertRaisesRegex(RuntimeError, "coarsen the graph first|CBC was not found"):
-                    gopt.place(g, c, m)
+            if m == "exact":  # a MILP that would run its 60 s time limit here: test_exact has a small graph
                 continue
             with self.subTest(method=m):
                 r = gopt.place(g, c, m, budget=32, finetune=1)
