@@ -31,8 +31,8 @@
 //             in the order of their first unit (by topological position).
 // Times are scaled so the best start's makespan is 1000 (CBC's tolerances are absolute).
 // Starts: the default plan and the heft, m-etf, m-sct and m-topo plans, each scheduled under the model
-// (ops in priority order, each as early as the model allows); the best one that fits in memory is
-// CBC's MIP start and gives M. When it already meets the lower bound max(critical path, total work /
+// (ops in priority order, each as early as the model allows); the best one (that fits the memory rows,
+// when they are in) is CBC's MIP start and gives M. When it already meets the lower bound max(critical path, total work /
 // devices) of the cheapest device times, it is returned without CBC.
 // Second solve: among plans no longer than the first solve's, the fewest transfers (the sum of
 // their model times), from the first plan, for at most 20% of the time (the makespan objective is
@@ -53,11 +53,12 @@
 // On graphs without cross-device transfers on the critical schedule and with non-delay optimal
 // schedules (e.g. independent ops, chains, one device) the plan simulates to the objective.
 // The other way round, the model is a relaxation of the simulator: the simulated start times of any
-// unfused plan satisfy every constraint above but memory (contention and list scheduling only delay
-// ops; one producer's tensors to one consumer leave one after the other), so when the memory rows
-// are not binding (ExactSolution::memory_modelled false: left out) the MILP optimum, and CBC's bound,
-// are lower bounds on the simulated step time of every unfused plan. Fusion (anneal, go) can go
-// below them: a fused kernel pays one launch and less memory traffic than its ops apart.
+// unfused plan that keeps colocation groups together satisfy every constraint above but memory
+// (contention and list scheduling only delay ops; one producer's tensors to one consumer leave one
+// after the other), so the optimum of the solve without memory rows, or CBC's bound when it is not
+// proven (ExactSolution::lower_bound, "lower bound" in the note), is at most the simulated step
+// time of every such plan. Fused plans (anneal, go) can go below it: a fused kernel pays one launch
+// and less memory traffic than its ops apart.
 //
 // CBC is compiled in when GO_WITH_CBC is defined (cmake/baselines.cmake finds it); otherwise
 // exact_solve throws a go::Error saying so.
