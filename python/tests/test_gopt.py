@@ -418,8 +418,8 @@ class Simulate(unittest.TestCase):
 
 
 class Place(unittest.TestCase):
-    ALL = ["default", "human", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal", "go", "go-zero-shot",
-           "go-one", "best-heuristic", "exact"]
+    ALL = ["default", "human", "pipeline", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal", "go",
+           "go-zero-shot", "go-one", "best-heuristic", "anneal-anchor", "hdp", "exact"]
 
     def test_registry(self):
         self.assertEqual(sorted(gopt.methods()), sorted(self.ALL))
