@@ -2,11 +2,13 @@
 # Every method's gap to the optimum on small real graphs: `exact` (the placement + schedule MILP
 # with CBC, include/go/baselines/exact.hpp) against the baselines, annealing and GO.
 #
-#   bench/exact_gap.sh [--cluster C] [--time-limit S] [--graphs LIST] [--out DIR] [--seed N] [--table-only]
+#   bench/exact_gap.sh [--cluster C] [--time-limit S] [--hdp-time S] [--graphs LIST] [--out DIR] [--seed N]
+#                      [--table-only]
 #
 #   --cluster     cluster preset or JSON (default v100x4)
 #   --time-limit  seconds of CBC per graph (default 30; the whole default run then takes about 10
 #                 minutes on 2 cores)
+#   --hdp-time    seconds of HDP per graph (default 10; it trains from scratch and stops at that time)
 #   --graphs      comma-separated names from the list below (default: all)
 #   --out         folder for the per-graph CSVs and the table (default bench-out/exact_gap)
 #   --seed        seed of every method (default 0)
@@ -15,9 +17,9 @@
 # Graphs (tens of ops): PipeDream layer profiles (forward, and the training graphs go builds from
 # them), dnn-partitioning layer graphs, and two zoo workloads shrunk by their own options (fewer time
 # steps: go has no graph coarsening, so the zoo's full-size graphs, 800 to 80,000 ops, are out of
-# reach of the MILP). Methods: default, human, metis, heft, m-topo, m-etf, m-sct, anneal,
-# best-heuristic, go-zero-shot, go (those this gopt knows), all with their defaults, and exact with
-# --time-limit. The MILP is a relaxation of the simulator (exact.hpp): its optimum (or CBC's bound
+# reach of the MILP). Methods: default, human, pipeline, metis, heft, m-topo, m-etf, m-sct, anneal,
+# anneal-anchor, best-heuristic, go-zero-shot, go (those this gopt knows), all with their defaults,
+# hdp with --hdp-time, and exact with --time-limit. The MILP is a relaxation of the simulator (exact.hpp): its optimum (or CBC's bound
 # when not proven) L is a lower bound on every unfused plan's simulated step time, and the best
 # simulated plan of any method an upper bound on the simulator's optimum. Cells: simulated step time
 # in ms and its gap to L; the exact columns give L, whether CBC proved the MILP optimum (else its
@@ -28,6 +30,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GOPT="${GOPT:-$ROOT/build/gopt}"
 CLUSTER=v100x4
 LIMIT=30
+HDP_LIMIT=10
 OUT="$ROOT/bench-out/exact_gap"
 SEED=0
 WANTED=""
@@ -36,11 +39,12 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --cluster) CLUSTER="$2"; shift 2 ;;
     --time-limit) LIMIT="$2"; shift 2 ;;
+    --hdp-time) HDP_LIMIT="$2"; shift 2 ;;
     --graphs) WANTED="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
     --table-only) TABLE_ONLY=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/exact_gap.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +66,7 @@ GRAPHS=(
   "rnnlm2-seq2 zoo:rnnlm2:seq=2"
   "txl2-seq2 zoo:transformer_xl2:seq=2:segments=1"
 )
-WANT_METHODS=(default human metis heft m-topo m-etf m-sct anneal best-heuristic go-zero-shot go)
+WANT_METHODS=(default human pipeline metis heft m-topo m-etf m-sct anneal anneal-anchor best-heuristic go-zero-shot go hdp)
 KNOWN="$("$GOPT" eval --help | grep -- '--methods')"
 grep -q 'exact' <<< "$KNOWN" || { echo "bench/exact_gap.sh: $GOPT has no exact method" >&2; exit 1; }
 METHODS=()
@@ -84,8 +88,12 @@ if [[ $TABLE_ONLY == 0 ]]; then
     # exact on its own: --time-limit would also bound anneal and go
     "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods exact \
       --time-limit "$LIMIT" --csv "$OUT/$name.exact.csv" > "$OUT/$name.exact.log"
-    "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods "$MLIST" \
+    "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods "${MLIST/,hdp/}" \
       --csv "$OUT/$name.others.csv" > "$OUT/$name.others.log"
+    if [[ ",$MLIST," == *",hdp,"* ]]; then  # trained from scratch: bounded by time, not by its 1000 samples
+      "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods hdp \
+        --time-limit "$HDP_LIMIT" --budget 100000 --csv "$OUT/$name.hdp.csv" > "$OUT/$name.hdp.log"
+    fi
   done
   echo "== done in $((SECONDS - t0)) s" >&2
 fi

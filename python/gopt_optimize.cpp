@@ -250,7 +250,7 @@ void bind_optimize(py::module_& m) {
 
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
                     std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
-                    std::int64_t finetune, bool check_colocation, const std::string& cost) {
+                    std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -262,6 +262,8 @@ void bind_optimize(py::module_& m) {
     o.finetune = finetune;
     o.sim.check_colocation = check_colocation;
     o.sim.cost = go::parse_cost_source(cost);
+    GO_CHECK(time_limit >= 0, "gopt.place: time_limit must be >= 0 seconds, got ", time_limit);
+    o.time_limit = time_limit;
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -280,12 +282,14 @@ void bind_optimize(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
-     py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured", R"doc(
+     py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
+     py::arg("time_limit") = 0.0, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
-(-1: budget / 16); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost).
+(-1: budget / 16); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
+time_limit: seconds of anneal, anneal-anchor, hdp, go, go-one and exact (0: none; exact then 60 s).
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

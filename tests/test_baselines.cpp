@@ -15,40 +15,14 @@
 #include "go/graph/training.hpp"
 #include "go/graph/zoo.hpp"
 #include "go/sim/sim.hpp"
+#include "tiny_graph.hpp"
 
 using Catch::Matchers::Contains;
 
 namespace {
 
-struct Tiny {
-  go::GraphBuilder b;
-  go::OpId op(const std::string& name, double ms, std::int64_t out_bytes, std::vector<go::OpId> ins = {},
-              std::int64_t params = 0, go::OpKind kind = go::OpKind::matmul) {
-    go::OpSpec s;
-    s.name = name;
-    s.kind = kind;
-    s.time = ms * 1e-3;
-    s.param_bytes = params;
-    go::TensorSpec t;
-    t.shape_known = false;
-    t.bytes = out_bytes;
-    s.outputs.push_back(t);
-    for (go::OpId i : ins) s.inputs.push_back(go::TensorRef{i, 0});
-    return b.add_op(std::move(s));
-  }
-  go::OpGraph build() { return b.build(); }
-};
-
-// Devices with `memory` bytes each; links 1 GB/s, 100 us.
-go::Cluster test_cluster(int n, std::int64_t memory = 1LL << 40) {
-  go::DeviceSpec s;
-  s.name = "test";
-  s.peak_flops = 1e12;
-  s.mem_bandwidth = 1e9;
-  s.launch_overhead = 1e-5;
-  s.memory_bytes = memory;
-  return go::Cluster::uniform("test", s, n, 1e9, 1e-4);
-}
+using go_test::test_cluster;
+using go_test::Tiny;
 
 // "metis" only when the build links METIS (GO_WITH_METIS, cmake/baselines.cmake).
 std::vector<std::string> with_metis(std::vector<std::string> v) {

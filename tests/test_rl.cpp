@@ -394,7 +394,8 @@ TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode bac
   policy::GoPolicy pol(c.policy);
   Rng rng(1);
   CHECK_THROWS_WITH(pol.act(pg, 2, &rng), Catch::Contains("anchor action 7"));
-  CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,heft"})"), Catch::Contains("'heft'"));
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,m-topo"})"), Catch::Contains("'m-topo'"));
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,,heft"})"), Catch::Contains("''"));
 }
 
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting

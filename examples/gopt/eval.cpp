@@ -192,9 +192,7 @@ void add_eval_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
-  cmd->add_option("--time-limit", opts->time_limit,
-                  "anneal, go, go-one: wall-clock seconds of optimization per graph (0: no limit; go-one then trains as many "
-                  "updates as go)")
+  cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: the method's)")
       ->check(count_at_least());

@@ -17,8 +17,11 @@ namespace gopt {
 inline constexpr const char* kGraphFileHelp =
     "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N])";
 inline constexpr const char* kFusionHelp =
-    "none | xla: greedy producer-consumer fusion after placement (default none; anneal and the go methods choose "
-    "fusion themselves)";
+    "none | xla: greedy producer-consumer fusion after placement (default none; anneal, anneal-anchor and the go "
+    "methods choose fusion themselves)";
+inline constexpr const char* kTimeLimitHelp =
+    "anneal, anneal-anchor, hdp, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
+    "then trains as many updates as go; exact then stops after 60 s)";
 inline constexpr const char* kCostHelp =
     "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "
     "roofline cost model alone (measured times ignored, to judge the cost model)";

@@ -13,8 +13,8 @@
 // Candidates (each simulated once, after decoding through policy::decode so the anchor is exactly
 // what the policy's actions express):
 //   placement   default (all on device 0), human and pipeline stages (go/baselines/human.hpp), METIS
-//               k-way (when built),
-//               and the devices of Baechi's m-ETF and m-SCT (go/baselines/list_scheduling.hpp)
+//               k-way (when built), and the devices of Baechi's m-ETF and m-SCT and of HEFT
+//               (go/baselines/list_scheduling.hpp)
 //   priority    none (level 0 everywhere = first ready first run) or upward-rank levels: rank(v) =
 //               cost(v) + max over successors of rank, quantized into the policy's levels, so ops
 //               on the critical path run first (HEFT's order)
@@ -78,7 +78,7 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
-// `which`: comma-separated subset of default, human, pipeline, metis, m-etf, m-sct. A heuristic that cannot handle
+// `which`: comma-separated subset of kAnchorPlacements. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
@@ -102,6 +102,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     }
     try {
       if (wanted("m-sct")) placements.emplace_back("m-sct", m_sct_plan(g, c));
+    } catch (const Error&) {
+    }
+    try {
+      if (wanted("heft")) placements.emplace_back("heft", heft_plan(g, c));
     } catch (const Error&) {
     }
   }

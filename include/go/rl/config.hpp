@@ -32,7 +32,7 @@
 //                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
 //     "training": false,           // expand each graph into its training graph first (make_training_graph)
 //     "colocate": true,            // decoding honours colocation groups
-//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct",  // placements the anchor is chosen from
+//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
@@ -55,7 +55,7 @@
 namespace go::rl {
 
 // Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them.
-inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct";
+inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft";
 
 struct TrainConfig {
   policy::PolicyConfig policy;

@@ -215,7 +215,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
   one.decides_fusion = true;
   register_place_method(one);
   PlaceMethod bh{"best-heuristic",
-                 "the best of default/human/pipeline/METIS/m-ETF/m-SCT placements x none/critical-path priorities x "
+                 "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
                  "none/XLA-like fusion, each simulated (what GO's anchor starts from)",
                  [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
                    const Simulator sim(g, c, po.sim);
