@@ -11,6 +11,7 @@
 #include "go/rl/hdp.hpp"
 #include "go/rl/place_go.hpp"
 #include "harness.hpp"
+#include "tiny_graph.hpp"
 
 namespace {
 
@@ -34,15 +35,7 @@ struct Tiny {
   go::OpGraph build() { return b.build(); }
 };
 
-go::Cluster test_cluster(int n, std::int64_t memory = 1LL << 40) {
-  go::DeviceSpec s;
-  s.name = "test";
-  s.peak_flops = 1e12;
-  s.mem_bandwidth = 1e9;
-  s.launch_overhead = 1e-5;
-  s.memory_bytes = memory;
-  return go::Cluster::uniform("test", s, n, 1e9, 1e-4);
-}
+using go_test::test_cluster;
 
 // Two independent chains of `len` ops of 1 ms: one chain per device takes len ms, one device 2 len.
 go::OpGraph two_chains(int len, int colocated = 0, std::int64_t params = 0) {
