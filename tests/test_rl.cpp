@@ -493,6 +493,8 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   CHECK(aa.simulations == o.budget);
   CHECK(aa.note.find("anchor ") == 0);
   CHECK(aa.step_time == Simulator(g, cl).simulate(aa.plan).step_time);
+  o.budget = 1;  // only one start fits the budget: the anchor's
+  CHECK(place("anneal-anchor", g, cl, o).step_time <= bh.step_time);
   o.policy = temp_path("no_such_policy.ckpt");
   CHECK_THROWS_WITH(place("go", g, cl, o), Catch::Contains("not found"));
   o.policy.clear();

@@ -1,5 +1,6 @@
 #pragma once
-// GO as a placement method: go::place("go" | "go-zero-shot" | "go-one" | "best-heuristic", ...)
+// GO as a placement method: go::place("go" | "go-zero-shot" | "go-one" | "best-heuristic" |
+// "anneal-anchor" | "hdp", ...)
 // once register_go_methods() has run (gopt does it at start-up).
 //
 //   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
@@ -172,8 +173,8 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
   return go_place(g, c, o, report);
 }
 
-// Registers "go", "go-zero-shot", "go-one" and "best-heuristic" in the place registry
-// (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp), which needs no policy. go and go-one stop
+// Registers "go", "go-zero-shot", "go-one", "best-heuristic" and "anneal-anchor" in the place
+// registry (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp); the last three need no policy. go and go-one stop
 // at PlaceOptions::time_limit when it is set; go-one then trains until it (at most 100,000
 // updates), else for as many updates as go.
 inline void register_go_methods(const std::string& default_policy, int samples = 16) {
@@ -237,8 +238,9 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                    const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
                    const Anchor a = choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
                                                   kAnchorPlacements, po.seed);
-                   std::vector<Plan> starts = go::detail::base::anneal_starts(g, c, po);
-                   starts.push_back(a.plan);
+                   // the anchor first: a budget too small for every start still simulates it
+                   std::vector<Plan> starts{a.plan};
+                   for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
                    double limit = po.time_limit;
                    if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
                      limit = std::max(1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
