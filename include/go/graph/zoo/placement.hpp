@@ -179,9 +179,6 @@ void split_branches(const OpGraph& g, int k, std::vector<std::int32_t>& dev, Bra
   }
 }
 
-}  // namespace detail::zoo
-
-namespace detail::zoo {
 // Cuts `order` (forward ops) into k contiguous blocks of equal estimated compute (op_time on a
 // V100), sets their devices, and lets the other ops follow (finish_placement).
 inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, const std::vector<OpId>& order) {
@@ -199,6 +196,7 @@ inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, cons
   finish_placement(g, dev);
   return dev;
 }
+
 }  // namespace detail::zoo
 
 // Generic expert-style placement for any graph on k devices: forward ops ordered by topological depth
