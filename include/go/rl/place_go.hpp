@@ -54,6 +54,14 @@ struct GoPlaceReport {
 
 namespace detail::go_method {
 
+// GO's anchor from every heuristic placement, for the methods that use it without a policy
+// (best-heuristic, anneal-anchor).
+inline Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po) {
+  const Simulator sim(g, c, po.sim);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed);
+}
+
 inline std::string ms(double t) {
   if (!std::isfinite(t)) return "OOM";
   char b[32];
@@ -219,10 +227,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
                  "none/XLA-like fusion, each simulated (what GO's anchor starts from)",
                  [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
-                   const Simulator sim(g, c, po.sim);
-                   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-                   const Anchor a = choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
-                                                  kAnchorPlacements, po.seed);
+                   const Anchor a = detail::go_method::heuristic_anchor(g, c, po);
                    out.simulations = a.candidates;
                    out.note = a.describe();
                    return a.plan;
@@ -234,10 +239,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  "(budget: simulations; --time-limit: seconds, the anchor's time included)",
                  [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
                    const auto t0 = std::chrono::steady_clock::now();
-                   const Simulator sim(g, c, po.sim);
-                   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-                   const Anchor a = choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
-                                                  kAnchorPlacements, po.seed);
+                   const Anchor a = detail::go_method::heuristic_anchor(g, c, po);
                    // the anchor first: a budget too small for every start still simulates it
                    std::vector<Plan> starts{a.plan};
                    for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
