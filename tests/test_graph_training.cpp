@@ -196,3 +196,50 @@ TEST_CASE("training: no optimizer, and integer values carry no gradient", "[grap
   const go::OpGraph m = go::make_training_graph(fwd);
   CHECK(m.find("fc/update").has_value());
 }
+
+TEST_CASE("training: program order runs forward depth-first and backward in its mirror", "[graph][training]") {
+  // x -> a1 -> a2 -> sum, x -> b1 -> b2 -> sum: two branches, as two segments of a wide model
+  go::GraphBuilder b;
+  b.add_op(make_op(0, "x", go::OpKind::input, {}));
+  b.add_op(make_op(1, "a1", go::OpKind::matmul, {{0, 0}}, 1000, 256));
+  b.add_op(make_op(2, "a2", go::OpKind::relu, {{1, 0}}, 64));
+  b.add_op(make_op(3, "b1", go::OpKind::matmul, {{0, 0}}, 1000, 256));
+  b.add_op(make_op(4, "b2", go::OpKind::relu, {{3, 0}}, 64));
+  b.add_op(make_op(5, "sum", go::OpKind::add, {{2, 0}, {4, 0}}, 64));
+  const go::OpGraph fwd = b.build();
+  const go::OpGraph g = go::make_training_graph(fwd);
+  const std::vector<go::OpId> seq = go::program_order(g);
+  REQUIRE(seq.size() == static_cast<std::size_t>(g.num_ops()));
+  std::vector<int> at(seq.size(), -1);
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    REQUIRE(at[static_cast<std::size_t>(seq[i])] == -1);  // a permutation
+    at[static_cast<std::size_t>(seq[i])] = static_cast<int>(i);
+  }
+  auto pos = [&](const std::string& name) { return at[static_cast<std::size_t>(id_of(g, name))]; };
+  // forward: one branch to its end before the other (first-ready would run a1, b1, a2, b2)
+  CHECK(pos("x") < pos("a1"));
+  CHECK(pos("a1") + 1 == pos("a2"));
+  CHECK(pos("a2") + 1 == pos("b1"));
+  CHECK(pos("b1") + 1 == pos("b2"));
+  // every forward op before every gradient or update op
+  int last_forward = -1, first_other = static_cast<int>(seq.size());
+  for (const go::Op& o : g.ops()) {
+    const int p = at[static_cast<std::size_t>(o.id)];
+    if (o.role == go::OpRole::forward)
+      last_forward = std::max(last_forward, p);
+    else
+      first_other = std::min(first_other, p);
+  }
+  CHECK(last_forward < first_other);
+  // backward mirrors the forward: the later branch's gradients first, each branch from its end
+  CHECK(pos("b2/grad") < pos("b1/grad"));
+  CHECK(pos("b1/grad") < pos("a2/grad"));
+  CHECK(pos("a2/grad") < pos("a1/grad"));
+  // an update reads no forward activation: it runs right after the gradient it applies
+  CHECK(pos("b1/grad") < pos("b1/update"));
+  CHECK(pos("b1/update") < pos("a2/grad"));
+  // a forward graph's program order is its depth-first order
+  CHECK(go::program_order(fwd) == go::depth_first_topo_order(fwd));
+  // empty graph
+  CHECK(go::program_order(go::GraphBuilder().build()).empty());
+}

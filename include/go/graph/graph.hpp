@@ -647,3 +647,49 @@ inline std::vector<OpId> depth_first_topo_order(const OpGraph& g) {
 }
 
 }  // namespace go
+
+namespace go {
+
+// Program order: the order in which an eager framework would issue the ops of one step. Forward
+// ops in depth_first_topo_order (a model's code runs one block to its end before the next); then
+// backward and update ops in the mirror of the forward ops they differentiate (autodiff walks the
+// forward tape backwards): a gradient op takes the latest forward activation it reads, a gradient
+// sum or update that reads no forward activation takes the earliest key of its producers (it runs
+// right after the last of them); ties in depth-first order. Schedulers use it to break ties: on
+// wide graphs (many independent segments or time steps) first-ready order interleaves every
+// branch, so a device finishes its first block only at the end and the next device waits.
+inline std::vector<OpId> program_order(const OpGraph& g) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> dfs = depth_first_topo_order(g);
+  std::vector<std::int64_t> pos(n), key(n, -1);
+  for (std::size_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(dfs[i])] = static_cast<std::int64_t>(i);
+  std::vector<OpId> seq, later;
+  seq.reserve(n);
+  for (OpId v : dfs) {
+    const auto i = static_cast<std::size_t>(v);
+    const Op& o = g.op(v);
+    if (o.role == OpRole::forward) {
+      key[i] = pos[i];
+      seq.push_back(v);
+      continue;
+    }
+    std::int64_t act = -1, prod = std::numeric_limits<std::int64_t>::max();
+    for (OpId u : g.pred(v)) {
+      const Op& p = g.op(u);
+      if (p.role == OpRole::forward) {
+        if (p.kind != OpKind::constant && p.kind != OpKind::input) act = std::max(act, pos[static_cast<std::size_t>(u)]);
+      } else {
+        prod = std::min(prod, key[static_cast<std::size_t>(u)]);
+      }
+    }
+    key[i] = act >= 0 ? act : (prod != std::numeric_limits<std::int64_t>::max() ? prod : -1);
+    later.push_back(v);
+  }
+  std::stable_sort(later.begin(), later.end(), [&](OpId a, OpId b) {
+    return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
+  });
+  seq.insert(seq.end(), later.begin(), later.end());
+  return seq;
+}
+
+}  // namespace go

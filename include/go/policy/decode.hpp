@@ -7,7 +7,8 @@
 // Rules, applied in this order:
 //   1. device[op] = the sampled device of op's row. With `colocate`, every op of a colocation
 //      group moves to the device of the group's first op in topological order.
-//   2. priority[op] = the sampled level (higher runs first among ready ops).
+//   2. priority[op] = the sampled level (higher runs first among ready ops); within a level, ops
+//      run in program order (tie = PolicyGraph::tie, added by to_plan).
 //   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producer"
 //      joins the group of its producer p (go::fusion_producer: the producer of its first data
 //      input; for an op with only control inputs, its first predecessor) when
@@ -40,6 +41,7 @@ namespace go::policy {
 struct Decision {
   std::vector<std::int32_t> device;        // per OpId
   std::vector<std::int32_t> priority;      // per OpId, in [0, P)
+  std::vector<float> tie;                  // per OpId, [0, 1), PolicyGraph::tie (empty: first-ready)
   std::vector<std::int32_t> fusion_group;  // per OpId, -1 unfused
   std::int32_t num_devices = 0;
   // statistics of rule 3
@@ -76,8 +78,8 @@ inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const 
     const std::int32_t r = pg.row_of[i];
     ad[r] = p.device.empty() ? 0 : p.device[i];
     if (!p.priority.empty()) {
-      const float level = p.priority[i];
-      GO_CHECK(level >= 0.f && level < static_cast<float>(priority_levels) && level == std::floor(level),
+      const float level = std::floor(p.priority[i]);
+      GO_CHECK(level >= 0.f && level < static_cast<float>(priority_levels),
                "actions_from_plan: priority ", level, " of ", g.label(v), " is not a level in [0, ", priority_levels,
                ")");
       ap[r] = static_cast<std::int32_t>(level);
@@ -111,6 +113,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const auto N = static_cast<std::size_t>(n);
   d.device.resize(N);
   d.priority.resize(N);
+  d.tie = pg.tie;
   d.fusion_group.assign(N, -1);
   for (std::int32_t i = 0; i < n; ++i) {
     const std::int32_t r = pg.row_of[static_cast<std::size_t>(i)];

@@ -23,6 +23,9 @@
 //   anchor_*    i32 [n]     optional: the actions of an anchor plan per row (device, priority level,
 //                           fuse into producer), set by set_anchor() (go/rl/anchor.hpp computes them
 //                           for a cluster); the policy reads them when its config has "anchor"
+//   tie      f32 per op     [0, 1), larger earlier in go::program_order (from_graph; empty from
+//                           from_arrays): decode's plans run ops of equal priority level in program
+//                           order instead of first-ready order (see go/graph/graph.hpp)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -51,6 +54,9 @@ struct PolicyGraph {
   CsrPair preds, succs;
   Tensor fusion_mask;               // f32 [n, 2]
   Tensor anchor_device, anchor_priority, anchor_fuse;  // i32 [n] each, or undefined
+  // op -> [0, 1): decode adds it to the priority level, so ops of equal level run in program order
+  // (go/graph/graph.hpp) rather than first-ready; empty: first-ready (from_arrays).
+  std::vector<float> tie;
 
   std::int64_t num_edges() const { return preds.nnz(); }
   bool has_anchor() const { return anchor_device.defined(); }
@@ -117,6 +123,12 @@ struct PolicyGraph {
       f[8 + static_cast<int>(o.role)] = 1.f;
     }
     pg.set_edges(dst, src);
+    const std::vector<OpId> prog = program_order(g);
+    pg.tie.assign(static_cast<std::size_t>(n), 0.f);
+    const float below_one = std::nextafter(1.f, 0.f);
+    for (std::int64_t k = 0; k < n; ++k)
+      pg.tie[static_cast<std::size_t>(prog[static_cast<std::size_t>(k)])] =
+          std::min(below_one, static_cast<float>(static_cast<double>(n - 1 - k) / static_cast<double>(n)));
     for (std::int64_t r = 0; r < n; ++r) {
       const OpId v = pg.order[static_cast<std::size_t>(r)];
       const OpId p = fusion_producer(g, v);
