@@ -28,13 +28,23 @@
 //   launch_overhead + max(FLOPs / (peak * efficiency of its kind), bytes / (bandwidth * efficiency))
 //   with bytes = distinct inputs + outputs + parameters. SimOptions::cost = roofline ignores
 //   measured times: every op is costed as if the graph had none.
-// Fusion. A group runs as one kernel: one launch overhead + max(sum over its roofline ops of
-//   FLOPs / (peak * efficiency), external bytes / (bandwidth * efficiency)) + for each member with a
-//   measured time, that time minus one launch overhead (a measured time cannot be split into compute
-//   and traffic; fusing it saves only its launch). External bytes = distinct tensors read from
-//   outside the group + tensors written that are read outside it or by nobody + parameters; tensors
-//   produced and consumed inside the group never touch device memory. A group of only zero-cost ops
-//   costs nothing and launches nothing.
+// Fusion. A group runs as one kernel: one launch overhead + for each library kernel (conv, matmul)
+//   with a measured time, that time minus one launch overhead + max(sum over its roofline ops of
+//   FLOPs / (peak * efficiency), the time it streams its loop bytes). External bytes = distinct
+//   tensors read from outside the group + tensors written that are read outside it or by nobody +
+//   parameters; tensors produced and consumed inside the group never touch device memory. Loop
+//   bytes = the external bytes less those a measured library kernel reads or writes (its measured
+//   time holds them: what an epilogue adds is its own outside reads and the output it writes).
+//   They stream at bandwidth * efficiency, or, when the group has measured members other than
+//   library kernels, at the rate of the longest of them (its bytes / (its time - one launch)), and
+//   then in at most the time those members took (less their launches; + the roofline members'
+//   bytes at bandwidth * efficiency). Why: a measured time cannot be split into compute and traffic,
+//   but a loop op's time is its traffic at the rate the device streams it, and fusing removes the
+//   traffic between members; the longest member is where the group spends its time, while members
+//   that take only their launch floor (views, shape queries, no-op casts) would give a rate from
+//   bytes they never move. The cap: fusing removes traffic, it never adds any (a short member with
+//   few bytes can be the longest). A lone op (unfused) keeps its measured time exactly. A group of
+//   only zero-cost ops costs nothing and launches nothing.
 // Transfers. When a unit completes on device s, each output tensor is sent once to every other
 //   device that has a consumer of it (tensors in output order, destinations in order of their first
 //   consumer). A transfer takes latency(s, d) + bytes / bandwidth(s, d) and occupies, per
@@ -395,6 +405,7 @@ class Simulator {
   std::vector<double> cost_, compute_, extra_;  // [kind * n + op]
   std::vector<double> launch_, inv_mem_bw_;     // per kind
   std::vector<std::uint8_t> kernel_, roof_;     // launches a kernel; costed by the roofline
+  std::vector<std::uint8_t> mlib_;              // a library kernel (conv, matmul) with a measured time
   std::vector<double> traffic_;
   std::vector<std::int64_t> alloc_, temp_, param_, sink_;
   std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start
@@ -465,6 +476,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
   }
   kernel_.resize(n);
   roof_.resize(n);
+  mlib_.resize(n);
   traffic_.resize(n);
   alloc_.resize(n);
   temp_.resize(n);
@@ -545,6 +557,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     const auto i = static_cast<std::size_t>(o.id);
     roof_[i] = !(measured && o.has_time()) && !is_free_op(o.kind);
     kernel_[i] = (measured && o.has_time()) || !is_free_op(o.kind);
+    mlib_[i] = measured && o.has_time() && fusion_class(o) == FusionClass::library;
     traffic_[i] = kernel_[i] ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) : 0.0;
     alloc_[i] = o.temp_bytes + o.output_bytes;
     temp_[i] = o.temp_bytes;
@@ -890,12 +903,15 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
-      std::int64_t operands = 0;  // the external tensors counted: rule 5 of the fusion rules
-      double compute = 0, extra = 0;
-      bool kernel = false, roof = false;
+      std::int64_t loop_bytes = 0;  // the external traffic no measured library kernel pays for
+      std::int64_t operands = 0;    // the external tensors counted: rule 5 of the fusion rules
+      double compute = 0, extra = 0, roof_bytes = 0;
+      double lwork = 0, dom_work = 0, dom_bytes = 0;  // measured loop members: see "Fusion" at the top
+      bool kernel = false, roof = false, lmeasured = false;
       float pr = -std::numeric_limits<float>::infinity();
-      for (std::int32_t k = mb; k < me; ++k) {
-        const std::int32_t v = mlist[k];
+      auto member = [&](std::int32_t v) {
+        const bool lib = mlib_[v];
+        std::int64_t own = 0;  // what v adds to the group's external traffic
         for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
           if (leader[in_src[e]] == L) continue;
           ++pend;
@@ -903,6 +919,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
           if (t >= 0 && stamp[t] != tag) {
             stamp[t] = tag;
             ext_in += tbytes[t];
+            own += tbytes[t];
             ++operands;
           }
         }
@@ -911,17 +928,35 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
           if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
           stamp[t] = tag;
           ext_out += tbytes[t];
+          own += tbytes[t];
           ++operands;
         }
         params += param_[v];
         temp = std::max(temp, temp_[v]);
         sink += sink_[v];
-        compute += compute_[kind * n + v];
-        extra += extra_[kind * n + v];
         kernel = kernel || kernel_[v];
         roof = roof || roof_[v];
         if constexpr (kPrio) pr = std::max(pr, prio[v]);
-      }
+        const double w = extra_[kind * n + v];
+        if (lib) {
+          extra += w;
+          return;
+        }
+        loop_bytes += own + param_[v] + sink_[v];
+        compute += compute_[kind * n + v];
+        if (roof_[v]) roof_bytes += traffic_[v];
+        if (kernel_[v] && !roof_[v]) {
+          lmeasured = true;
+          lwork += w;
+          if (w > dom_work && traffic_[v] > 0) dom_work = w, dom_bytes = traffic_[v];
+        }
+      };
+      // Measured library kernels first: a tensor one of them reads is in its measured time, so the
+      // loop members' traffic must not count it again.
+      for (std::int32_t k = mb; k < me; ++k)
+        if (mlib_[mlist[k]]) member(mlist[k]);
+      for (std::int32_t k = mb; k < me; ++k)
+        if (!mlib_[mlist[k]]) member(mlist[k]);
       if (rules)
         if (const FusionProblem fp = fusion_operand_budget(operands, L)) {
           r.problem_group = fus[L];
@@ -931,8 +966,10 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         }
       ext_out += sink;
       const double traffic = static_cast<double>(ext_in + ext_out + params);
+      double stream = static_cast<double>(loop_bytes) * (dom_work > 0 ? dom_work / dom_bytes : inv_mem_bw_[kind]);
+      if (lmeasured) stream = std::min(stream, lwork + roof_bytes * inv_mem_bw_[kind]);
       gst[g] = UnitStart{
-          kernel ? launch_[kind] + (roof ? std::max(compute, traffic * inv_mem_bw_[kind]) : 0.0) + extra : 0.0,
+          kernel ? launch_[kind] + (roof || lmeasured ? std::max(compute, stream) : 0.0) + extra : 0.0,
           kernel ? traffic : 0.0, temp + ext_out, kernel ? 1 : 0};
       grel[g] = temp + sink;
       if constexpr (kPrio) gpr[g] = pr;
