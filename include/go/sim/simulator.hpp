@@ -403,9 +403,15 @@ class Simulator {
   std::vector<std::int32_t> dev_kind_;
   std::size_t nkinds_ = 0;
   std::vector<double> cost_, compute_, extra_;  // [kind * n + op]
+  // [kind * n + op]: what a fused group of loop members may take at most, per member: a measured
+  // one's time less its launch, a roofline one's bytes at bandwidth * efficiency (see "Fusion")
+  std::vector<double> cap_;
   std::vector<double> launch_, inv_mem_bw_;     // per kind
   std::vector<std::uint8_t> kernel_, roof_;     // launches a kernel; costed by the roofline
-  std::vector<std::uint8_t> mlib_;              // a library kernel (conv, matmul) with a measured time
+  // per op, for the fused groups' cost: the kUnit* bits below (one byte read per member)
+  static constexpr std::uint8_t kUnitKernel = 1, kUnitRoof = 2, kUnitMeasuredLoop = 4, kUnitMeasuredLib = 8;
+  std::vector<std::uint8_t> ubits_;
+  bool has_mlib_ = false;                       // some op is a measured library kernel (kUnitMeasuredLib)
   std::vector<double> traffic_;
   std::vector<std::int64_t> alloc_, temp_, param_, sink_;
   std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start
@@ -459,6 +465,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
   cost_.resize(nkinds_ * n);
   compute_.resize(nkinds_ * n);
   extra_.resize(nkinds_ * n);
+  cap_.resize(nkinds_ * n);
   launch_.resize(nkinds_);
   inv_mem_bw_.resize(nkinds_);
   for (std::size_t k = 0; k < nkinds_; ++k) {
@@ -472,11 +479,13 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
       const bool roof = !timed && !is_free_op(o.kind);
       compute_[i] = roof ? o.flops / (s.peak_flops * s.compute_efficiency[op_kind_index(o.kind)]) : 0.0;
       extra_[i] = timed ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
+      cap_[i] = timed ? extra_[i]
+                      : roof ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) * inv_mem_bw_[k] : 0.0;
     }
   }
   kernel_.resize(n);
   roof_.resize(n);
-  mlib_.resize(n);
+  ubits_.resize(n);
   traffic_.resize(n);
   alloc_.resize(n);
   temp_.resize(n);
@@ -557,7 +566,10 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     const auto i = static_cast<std::size_t>(o.id);
     roof_[i] = !(measured && o.has_time()) && !is_free_op(o.kind);
     kernel_[i] = (measured && o.has_time()) || !is_free_op(o.kind);
-    mlib_[i] = measured && o.has_time() && fusion_class(o) == FusionClass::library;
+    const bool timed = measured && o.has_time(), lib = timed && fusion_class(o) == FusionClass::library;
+    ubits_[i] = static_cast<std::uint8_t>((kernel_[i] ? kUnitKernel : 0) | (roof_[i] ? kUnitRoof : 0) |
+                                          (timed && !lib ? kUnitMeasuredLoop : 0) | (lib ? kUnitMeasuredLib : 0));
+    has_mlib_ = has_mlib_ || lib;
     traffic_[i] = kernel_[i] ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) : 0.0;
     alloc_[i] = o.temp_bytes + o.output_bytes;
     temp_[i] = o.temp_bytes;
@@ -903,60 +915,51 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
-      std::int64_t loop_bytes = 0;  // the external traffic no measured library kernel pays for
-      std::int64_t operands = 0;    // the external tensors counted: rule 5 of the fusion rules
-      double compute = 0, extra = 0, roof_bytes = 0;
-      double lwork = 0, dom_work = 0, dom_bytes = 0;  // measured loop members: see "Fusion" at the top
-      bool kernel = false, roof = false, lmeasured = false;
+      std::int64_t lib_bytes = 0;  // the external traffic of measured library kernels (in their times)
+      std::int64_t operands = 0;   // the external tensors counted: rule 5 of the fusion rules
+      double compute = 0, extra = 0, cap = 0, dom_work = 0, dom_bytes = 0;
+      std::uint8_t bits = 0;
       float pr = -std::numeric_limits<float>::infinity();
-      auto member = [&](std::int32_t v) {
-        const bool lib = mlib_[v];
-        std::int64_t own = 0;  // what v adds to the group's external traffic
-        for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
-          if (leader[in_src[e]] == L) continue;
-          ++pend;
-          const std::int32_t t = in_tensor[e];
-          if (t >= 0 && stamp[t] != tag) {
+      // With measured library kernels in the graph they go first (pass 0): a tensor one of them
+      // reads is in its measured time, and the loop members' traffic must not count it again.
+      for (int pass = has_mlib_ ? 0 : 1; pass < 2; ++pass) {
+        for (std::int32_t k = mb; k < me; ++k) {
+          const std::int32_t v = mlist[k];
+          const std::uint8_t b = ubits_[v];
+          if (has_mlib_ && ((b & kUnitMeasuredLib) != 0) != (pass == 0)) continue;
+          for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+            if (leader[in_src[e]] == L) continue;
+            ++pend;
+            const std::int32_t t = in_tensor[e];
+            if (t >= 0 && stamp[t] != tag) {
+              stamp[t] = tag;
+              ext_in += tbytes[t];
+              ++operands;
+            }
+          }
+          for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
+            const std::int32_t t = out_tensor[e];
+            if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
             stamp[t] = tag;
-            ext_in += tbytes[t];
-            own += tbytes[t];
+            ext_out += tbytes[t];
             ++operands;
           }
+          params += param_[v];
+          temp = std::max(temp, temp_[v]);
+          sink += sink_[v];
+          bits |= b;
+          if constexpr (kPrio) pr = std::max(pr, prio[v]);
+          const std::size_t kv = kind * n + v;
+          if (pass == 0) {
+            extra += extra_[kv];
+            continue;
+          }
+          compute += compute_[kv];
+          cap += cap_[kv];
+          if ((b & kUnitMeasuredLoop) && extra_[kv] > dom_work && traffic_[v] > 0) dom_work = extra_[kv], dom_bytes = traffic_[v];
         }
-        for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
-          const std::int32_t t = out_tensor[e];
-          if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
-          stamp[t] = tag;
-          ext_out += tbytes[t];
-          own += tbytes[t];
-          ++operands;
-        }
-        params += param_[v];
-        temp = std::max(temp, temp_[v]);
-        sink += sink_[v];
-        kernel = kernel || kernel_[v];
-        roof = roof || roof_[v];
-        if constexpr (kPrio) pr = std::max(pr, prio[v]);
-        const double w = extra_[kind * n + v];
-        if (lib) {
-          extra += w;
-          return;
-        }
-        loop_bytes += own + param_[v] + sink_[v];
-        compute += compute_[kind * n + v];
-        if (roof_[v]) roof_bytes += traffic_[v];
-        if (kernel_[v] && !roof_[v]) {
-          lmeasured = true;
-          lwork += w;
-          if (w > dom_work && traffic_[v] > 0) dom_work = w, dom_bytes = traffic_[v];
-        }
-      };
-      // Measured library kernels first: a tensor one of them reads is in its measured time, so the
-      // loop members' traffic must not count it again.
-      for (std::int32_t k = mb; k < me; ++k)
-        if (mlib_[mlist[k]]) member(mlist[k]);
-      for (std::int32_t k = mb; k < me; ++k)
-        if (!mlib_[mlist[k]]) member(mlist[k]);
+        if (pass == 0) lib_bytes = ext_in + ext_out + params + sink;
+      }
       if (rules)
         if (const FusionProblem fp = fusion_operand_budget(operands, L)) {
           r.problem_group = fus[L];
@@ -966,10 +969,12 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         }
       ext_out += sink;
       const double traffic = static_cast<double>(ext_in + ext_out + params);
-      double stream = static_cast<double>(loop_bytes) * (dom_work > 0 ? dom_work / dom_bytes : inv_mem_bw_[kind]);
-      if (lmeasured) stream = std::min(stream, lwork + roof_bytes * inv_mem_bw_[kind]);
+      const bool kernel = (bits & kUnitKernel) != 0, lmeasured = (bits & kUnitMeasuredLoop) != 0;
+      double stream = static_cast<double>(ext_in + ext_out + params - lib_bytes) *
+                      (dom_work > 0 ? dom_work / dom_bytes : inv_mem_bw_[kind]);
+      if (lmeasured) stream = std::min(stream, cap);
       gst[g] = UnitStart{
-          kernel ? launch_[kind] + (roof || lmeasured ? std::max(compute, stream) : 0.0) + extra : 0.0,
+          kernel ? launch_[kind] + ((bits & kUnitRoof) || lmeasured ? std::max(compute, stream) : 0.0) + extra : 0.0,
           kernel ? traffic : 0.0, temp + ext_out, kernel ? 1 : 0};
       grel[g] = temp + sink;
       if constexpr (kPrio) gpr[g] = pr;
