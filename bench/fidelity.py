@@ -5,15 +5,18 @@ label/<GPU>/<model>-<inf|train>-<seq>-<batch>.csv, the whole model simulated on 
   (a) measured: the profile's measured per-op times composed by the simulator;
   (b) roofline: the roofline cost model alone with the preset's default efficiencies (--cost roofline);
   (c) calibrated: the roofline with the device calibrated leave-one-GPU-out (gopt calibrate on the
-      other GPUs' profiles, transferred to this GPU's peak and bandwidth).
+      other GPUs' profiles, transferred to this GPU's peak and bandwidth, GEMM efficiencies carried
+      to its machine balance: include/go/sim/calibrate.hpp).
 Measured e2e: inference `e2e_latency`; training `fw_latency + bwall_latency` (= e2e_latency).
 Then three more sections:
   (d) fused vs non-fused inference (every <case>-fusion.json, torch.compile): the measured saving
       1 - fused / non-fused against the saving our simulator predicts for `--fusion xla` over no
-      fusion (default plan, one GPU), with (a) measured op times (the simulator fuses them by saving
-      launches only), (b) the roofline, (c') the roofline calibrated on this GPU's own profiles, and
-      (d'') the measured op times with each fused group costed as its slowest member (computed here
-      from the simulator's per-op times and groups, not a rule of the simulator); error in points;
+      fusion (default plan, one GPU), with (a) measured op times (a fused group keeps its measured
+      library kernels' times and streams its other external bytes at its longest measured loop
+      member's rate: include/go/sim/simulator.hpp, "Fusion"), (b) the roofline, (c') the roofline
+      calibrated on this GPU's own profiles, and (d'') the measured op times with each fused group
+      costed as its slowest member (computed here from the simulator's per-op times and groups, not
+      a rule of the simulator); error in points;
   (e) 4-GPU pipeline training (`-pp4_1`, Megatron-LM, 4 stages, one micro-batch) on a100-sxm4-40gbx4:
       the training profile of the same model and batch measured on another A100 (the SXM4 folder has
       none), layers split into 4 contiguous stages of equal layer count (Megatron's split; embeddings
@@ -199,7 +202,7 @@ def section_d(gopt, label, gpus, fits, out):
     lines = ["(d) fused vs non-fused inference: saving = 1 - fused / non-fused; predicted: `--fusion xla` vs none, "
              "default plan, one GPU; error in points",
              "",
-             "| GPU | case | measured saving | (a) measured ops | err | (b) roofline | err | (c') roofline calibrated on this GPU | err "
+             "| GPU | case | measured saving | (a) measured ops (simulator) | err | (b) roofline | err | (c') roofline calibrated on this GPU | err "
              "| (d'') measured ops, group = slowest member | err |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     cols = ([], [], [], [])

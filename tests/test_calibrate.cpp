@@ -126,7 +126,8 @@ TEST_CASE("refit_launch_to_e2e: the launch overhead that makes whole profiles ma
 
 TEST_CASE("leave one GPU out: the median of the other devices' fits, relative to their presets") {
   // v100 (preset matmul 0.7, bandwidth 0.8) measured at matmul 0.6, bandwidth 0.7, launch 6 us;
-  // p100 (same preset efficiencies) at 0.5, 0.9, 10 us. Median of two = mean: a100 gets
+  // p100 (same preset efficiencies) at 0.5, 0.9, 10 us (matmul rises with the machine balance, 17.4
+  // vs 12.7 FLOP/byte: no roofline effect, so no balance correction). Median of two = mean: a100 gets
   // matmul 0.7 * (0.6/0.7 + 0.5/0.7) / 2 = 0.55, bandwidth 0.8 * (0.7/0.8 + 0.9/0.8) / 2 = 0.8,
   // launch 8 us, with its own peak and bandwidth.
   go::DeviceSpec v = go::DeviceSpec::v100(), p = go::DeviceSpec::p100();
@@ -155,6 +156,37 @@ TEST_CASE("leave one GPU out: the median of the other devices' fits, relative to
   other.memory_efficiency[go::op_kind_index(go::OpKind::dropout)] = 5;
   CHECK(go::transfer_calibration(go::DeviceSpec::a100(), std::vector{half, other})
             .memory_efficiency[go::op_kind_index(go::OpKind::dropout)] == Approx(4));
+}
+
+TEST_CASE("leave one GPU out: GEMM efficiencies carried to the target's machine balance") {
+  // Machine balance B = peak / bandwidth: p100 9.3e12 / 732e9, v100 15.7e12 / 900e9, l4
+  // 31.334e12 / 300e9, a100 19.5e12 / 1555e9. Matmul ratios to the preset (0.7) on an exact power
+  // law r = (B / B_p100)^-0.5: every device's ratio moved to the a100's balance is the same, so is
+  // their median.
+  const double bp = 9.3e12 / 732e9, bv = 15.7e12 / 900e9, bl = 31.334e12 / 300e9, ba = 19.5e12 / 1555e9;
+  const std::size_t mm = go::op_kind_index(go::OpKind::matmul), sm = go::op_kind_index(go::OpKind::softmax);
+  go::DeviceSpec p = go::DeviceSpec::p100(), v = go::DeviceSpec::v100(), l = go::DeviceSpec::preset("l4");
+  v.compute_efficiency[mm] = 0.7 * std::pow(bv / bp, -0.5);
+  l.compute_efficiency[mm] = 0.7 * std::pow(bl / bp, -0.5);
+  // softmax is fitted on the memory roof: a plain median of 1, 0.5 and 2
+  v.compute_efficiency[sm] = 0.125;
+  l.compute_efficiency[sm] = 0.5;
+  const go::DeviceSpec a = go::transfer_calibration(go::DeviceSpec::a100(), std::vector{p, v, l});
+  CHECK(a.compute_efficiency[mm] == Approx(0.7 * std::pow(ba / bp, -0.5)).epsilon(1e-12));
+  CHECK(a.compute_efficiency[mm] == Approx(0.70459).epsilon(1e-4));
+  CHECK(a.compute_efficiency[sm] == Approx(0.25));
+  // slopes beyond the roofline's are held at -1: v100 at ratio 1 and l4 at (bl / bv)^-2 (slope -2)
+  // move to a100 as 1 * (ba / bv)^-1 and (bl / bv)^-2 * (ba / bl)^-1; the median of two is their mean
+  v.compute_efficiency[mm] = 0.7;
+  l.compute_efficiency[mm] = 0.7 * std::pow(bl / bv, -2.0);
+  const double steep = (std::pow(ba / bv, -1.0) + std::pow(bl / bv, -2.0) * std::pow(ba / bl, -1.0)) / 2;
+  CHECK(go::transfer_calibration(go::DeviceSpec::a100(), std::vector{v, l}).compute_efficiency[mm] ==
+        Approx(0.7 * steep).epsilon(1e-12));
+  // a rising slope (more efficient where the balance is higher) is no roofline effect: the median
+  l.compute_efficiency[mm] = 0.7 * 0.9;
+  v.compute_efficiency[mm] = 0.7 * 0.5;
+  CHECK(go::transfer_calibration(go::DeviceSpec::a100(), std::vector{v, l}).compute_efficiency[mm] ==
+        Approx(0.7 * 0.7).epsilon(1e-12));
 }
 
 TEST_CASE("calibration: bad input is a one-line error; NeuSight GPU folders name presets") {

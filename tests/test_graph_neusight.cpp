@@ -177,6 +177,29 @@ TEST_CASE("neusight: inference dropout, split and getitem are views; training ke
   CHECK(tr.op(must_find(tr, "transformer.h.1/getitem_5")).kind == go::OpKind::slice);
 }
 
+TEST_CASE("neusight: a cast to the dtype its input has is a view, a real cast is not", "[graph][neusight]") {
+  // gpt2's attention: `to` of the f32 scores (truediv) to f32, `type_1` of the f32 softmax to f32
+  for (const std::string& path : {kGpt2Inf + ":layers=2", kGpt2Train + ":layers=2"}) {
+    const go::OpGraph g = go::load_graph(path);
+    for (const std::string& n : {std::string("transformer.h.1/to"), std::string("transformer.h.1/type_1")}) {
+      INFO(path << " " << n);
+      CHECK(g.op(must_find(g, n)).kind == go::OpKind::reshape);
+      CHECK(g.op(must_find(g, n)).has_time());  // its measured time stays
+    }
+    CHECK(g.op(must_find(g, "transformer.h.1/where")).kind == go::OpKind::elementwise);
+  }
+  // x (f32, 2x4) -> same.to(f32), long.to(i64): only the second converts (and moves 32 + 64 bytes)
+  const std::string meta0 = "\"{'nn_module_stack': OrderedDict([('enc.layer.0', <class 'L'>)])}\"";
+  const std::string same = "call_method,to,{x: None},{}," + meta0 + ",\"[[2, 4]]\",\"(2, 4)\",torch.float32,0.5,0.5,0,0,same\n";
+  const std::string conv = "call_method,to,{same: None},{}," + meta0 + ",\"[[2, 4]]\",\"(2, 4)\",torch.int64,0.5,0.5,0,0,long\n";
+  const std::string out = "output,output,{long: None},{},{},\"[[2, 4]]\",\"(2, 4)\",torch.int64,0,0,0,0,output\n";
+  const go::OpGraph g = go::load_graph(temp_file("casts.csv", kHeader + tiny_row_x() + same + conv + out) + ":layers=1");
+  CHECK(g.op(must_find(g, "same")).kind == go::OpKind::reshape);
+  const go::Op& c = g.op(must_find(g, "long"));
+  CHECK(c.kind == go::OpKind::elementwise);
+  CHECK(c.input_bytes + c.output_bytes == 32 + 64);
+}
+
 TEST_CASE("neusight: gpt2_large inference keeps per-layer weights and key/value outputs", "[graph][neusight]") {
   // 125 rows, 102 in transformer.h.0 (its Conv1D weights are get_attr rows); num_layer 36.
   const go::OpGraph g = go::load_graph(kGpt2Inf);

@@ -251,7 +251,7 @@ TEST_CASE("fusion: one launch, only external bytes, internal tensors never alloc
   CHECK(fused.units == 2);
   CHECK(ws.unit_of(3) == 1);
   CHECK(ws.start_time(3) == ws.start_time(1));
-  SECTION("measured members keep their time minus the saved launch") {
+  SECTION("measured members: only the external traffic, at the longest member's rate") {
     Tiny m;  // elementwise: a kind the fusion rules let fuse (go/graph/fusion_rules.hpp)
     m.op("a", 1, {100}, {}, 0, go::OpKind::elementwise);
     m.op("b", 2, {100}, {{0, 0}}, 0, go::OpKind::elementwise);
@@ -260,8 +260,74 @@ TEST_CASE("fusion: one launch, only external bytes, internal tensors never alloc
     go::Plan pm;
     pm.fusion = {0, 0};
     const go::SimResult r = sm.simulate(pm);
-    CHECK(r.step_time == Approx(3e-3 - 1e-5));
+    // b is the longest: 200 bytes in 2 ms less a launch; the group writes only b's 100 bytes
+    CHECK(r.step_time == Approx(1e-5 + 100 * (2e-3 - 1e-5) / 200));
     CHECK(r.kernel_launches == 1);
+    CHECK(sm.simulate(go::Plan{}).step_time == Approx(3e-3));  // unfused: the measured times exactly
+  }
+}
+
+TEST_CASE("fusion of measured ops: library kernels keep their time, loop traffic at measured rates", "[sim]") {
+  // test_cluster: 1 GB/s, 10 us launch. Measured times cannot be split into compute and traffic, so
+  // a group keeps its measured library kernel's time and streams the rest of its external traffic
+  // at the rate of its longest measured loop member, at most in the time those members took.
+  SECTION("a matmul with a measured bias + gelu epilogue") {
+    Tiny t;
+    t.op("x", -1, {1000000}, {}, 0, go::OpKind::input);
+    t.op("mm", 2, {4000000}, {{0, 0}}, 1000000, go::OpKind::matmul);
+    t.op("bias", 0.81, {4000000}, {{1, 0}}, 4000, go::OpKind::add);
+    t.op("gelu", 1.01, {4000000}, {{2, 0}}, 0, go::OpKind::gelu);
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, test_cluster(1));
+    CHECK(sim.simulate(go::Plan{}).step_time == Approx(3.82e-3));
+    go::Plan p;
+    p.fusion = {-1, 0, 0, 0};
+    const go::SimResult r = sim.simulate(p);
+    REQUIRE(r.valid);
+    // mm: 2 ms less its launch. Loop traffic: bias's 4000 parameter bytes + gelu's 4 MB output (mm's
+    // output and bias's never leave the kernel). Longest loop member: gelu, 8 MB in 1 ms.
+    CHECK(r.step_time == Approx(1e-5 + (2e-3 - 1e-5) + 4004000 * 1e-3 / 8e6).epsilon(1e-12));
+    CHECK(r.step_time == Approx(2.5005e-3).epsilon(1e-12));
+    CHECK(r.kernel_launches == 1);
+    // the traffic reported is the group's external bytes: x, the parameters, gelu's output
+    CHECK(r.memory_traffic == Approx(1e6 + 1e6 + 4000 + 4e6));
+  }
+  SECTION("a view that only takes its launch floor does not set the rate") {
+    Tiny t;
+    t.op("x", -1, {1000000}, {}, 0, go::OpKind::input);
+    t.op("a", 1, {1000000}, {{0, 0}}, 0, go::OpKind::elementwise);          // 2 MB, 0.99 ms
+    t.op("v", 0.011, {1000000}, {{1, 0}}, 0, go::OpKind::reshape);         // 2 MB in 1 us: not a rate
+    t.op("b", 2.01, {1000000}, {{2, 0}, {1, 0}}, 0, go::OpKind::elementwise);  // 3 MB, 2 ms
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, test_cluster(1));
+    go::Plan p;
+    p.fusion = {-1, 0, 0, 0};
+    // reads x, writes b's output: 2 MB at b's 3 MB per 2 ms
+    CHECK(sim.simulate(p).step_time == Approx(1e-5 + 2e6 * 2e-3 / 3e6).epsilon(1e-12));
+  }
+  SECTION("never slower than the members' own time") {
+    Tiny t;
+    t.op("x", -1, {1000000}, {}, 0, go::OpKind::input);
+    t.op("c", 0.05, {4}, {}, 0, go::OpKind::elementwise);                  // a 4-byte fill, 40 us
+    t.op("d", 0.02, {1000000}, {{0, 0}, {1, 0}}, 0, go::OpKind::elementwise);  // 2 MB in 10 us
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, test_cluster(1));
+    go::Plan p;
+    p.fusion = {-1, 0, 0};
+    // c is the longest, at 4 bytes per 40 us the 2 MB would take 20 s: capped at 40 + 10 us
+    CHECK(sim.simulate(p).step_time == Approx(1e-5 + 50e-6).epsilon(1e-12));
+  }
+  SECTION("roofline members in a measured group stream at the device's bandwidth") {
+    Tiny t;
+    t.op("x", -1, {1000000}, {}, 0, go::OpKind::input);
+    t.op("a", 1, {1000000}, {{0, 0}}, 0, go::OpKind::elementwise);   // measured: 2 MB in 0.99 ms
+    t.op("b", -1, {1000000}, {{1, 0}}, 0, go::OpKind::elementwise);  // roofline: 2 MB at 1 GB/s
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, test_cluster(1));
+    go::Plan p;
+    p.fusion = {-1, 0, 0};
+    // x in, b's output out: 2 MB at a's rate (2 MB per 0.99 ms), under the cap 0.99 + 2 ms
+    CHECK(sim.simulate(p).step_time == Approx(1e-5 + 0.99e-3).epsilon(1e-12));
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "go/graph/cost.hpp"
+#include "go/graph/fusion_rules.hpp"
 #include "go/sim/sim.hpp"
 
 namespace {
@@ -57,10 +58,12 @@ RefResult reference(const go::OpGraph& g, const go::Cluster& c, const go::Plan& 
     const auto& mem = members[static_cast<std::size_t>(L)];
     if (mem.empty()) continue;
     const go::DeviceSpec& s = c.spec(dev(L));
-    std::set<go::TensorId> ext_in, ext_out;
-    double compute = 0, extra = 0;
-    bool roof = false, kern = false;
-    std::int64_t params = 0;
+    std::set<go::TensorId> ext_in, ext_out, lib_in;
+    double compute = 0, extra = 0, roof_bytes = 0, lwork = 0, dom_work = 0, dom_bytes = 0;
+    bool roof = false, kern = false, lmeasured = false;
+    std::int64_t params = 0, loop_params = 0;
+    // a measured library kernel: its time is kept, with the traffic it reads and writes
+    auto lib = [&](int v) { return g.op(v).has_time() && go::fusion_class(g.op(v)) == go::FusionClass::library; };
     for (int v : mem) {
       const go::Op& o = g.op(v);
       auto preds = g.pred(v);
@@ -69,6 +72,7 @@ RefResult reference(const go::OpGraph& g, const go::Cluster& c, const go::Plan& 
         if (unit[static_cast<std::size_t>(preds[k])] != L) {
           ++pending[static_cast<std::size_t>(L)];
           if (pt[k] >= 0) ext_in.insert(pt[k]);
+          if (pt[k] >= 0 && lib(v)) lib_in.insert(pt[k]);
         }
       auto succ = g.succ(v);
       auto st = g.succ_tensors(v);
@@ -85,19 +89,38 @@ RefResult reference(const go::OpGraph& g, const go::Cluster& c, const go::Plan& 
       roof = roof || is_roof;
       kern = kern || o.has_time() || !go::is_free_op(o.kind);
       if (is_roof) compute += o.flops / (s.peak_flops * s.compute_efficiency[go::op_kind_index(o.kind)]);
-      if (o.has_time()) extra += std::max(0.0, o.time - s.launch_overhead);
+      const double w = o.has_time() ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
+      const double own = static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes);
+      if (lib(v)) {
+        extra += w;
+        continue;
+      }
+      loop_params += o.param_bytes;
+      if (is_roof) roof_bytes += own;
+      if (o.has_time()) {
+        lmeasured = true;
+        lwork += w;
+        if (w > dom_work && own > 0) dom_work = w, dom_bytes = own;
+      }
     }
-    std::int64_t out = 0, in = 0;
-    for (auto t : ext_out) out += g.tensor(t).bytes;
-    for (auto t : ext_in) in += g.tensor(t).bytes;
+    std::int64_t out = 0, in = 0, loop = loop_params;
+    for (auto t : ext_out) {
+      out += g.tensor(t).bytes;
+      if (!lib(g.tensor(t).producer)) loop += g.tensor(t).bytes;
+    }
+    for (auto t : ext_in) {
+      in += g.tensor(t).bytes;
+      if (!lib_in.count(t)) loop += g.tensor(t).bytes;
+    }
     if (mem.size() == 1) {
       cost[static_cast<std::size_t>(L)] = go::op_time(g.op(L), s);
       alloc[static_cast<std::size_t>(L)] = g.op(L).temp_bytes + g.op(L).output_bytes;
     } else {
-      const double traffic = static_cast<double>(in + out + params);
+      const double bw = s.mem_bandwidth * s.bandwidth_efficiency;
+      double stream = dom_work > 0 ? static_cast<double>(loop) * dom_work / dom_bytes : static_cast<double>(loop) / bw;
+      if (lmeasured) stream = std::min(stream, lwork + roof_bytes / bw);
       cost[static_cast<std::size_t>(L)] =
-          kern ? s.launch_overhead + (roof ? std::max(compute, traffic / (s.mem_bandwidth * s.bandwidth_efficiency)) : 0) + extra
-               : 0;
+          kern ? s.launch_overhead + (roof || lmeasured ? std::max(compute, stream) : 0) + extra : 0;
       alloc[static_cast<std::size_t>(L)] = temp[static_cast<std::size_t>(L)] + out;
     }
     kernel[static_cast<std::size_t>(L)] = kern;

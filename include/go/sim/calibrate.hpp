@@ -30,7 +30,12 @@
 // efficiency as a multiple of its preset's (compute, memory and bandwidth efficiency / the preset's
 // value; the AMD presets scale the vector kinds by VEC/MM peak, so a ratio to the preset carries
 // the right peak) and the launch overhead in seconds, each the median over the fitted devices,
-// applied to the target preset's own peak and bandwidth (transfer_calibration).
+// applied to the target preset's own peak and bandwidth (transfer_calibration). The compute
+// efficiencies of the GEMM kinds are first carried to the target's machine balance (peak FLOP/s /
+// bandwidth) by a power law fitted across the devices: on a device with more FLOP/s per byte more
+// of a model's GEMMs (skinny attention products, small batches) are held back by memory and
+// latency, so they reach less of the peak (fitted matmul efficiency on NeuSight's GPUs: 0.85-0.90
+// on A100 / V100 at 10-16 FLOP/byte, 0.41 on the L4 at 104).
 //
 // NeuSight profiles: `label/<GPU>/<model>-<inf|train>-<seq>-<batch>.csv`; the GPU folder names the
 // device (neusight_gpu_preset: NVIDIA_L4 -> l4, Tesla_V100-PCIE-32GB -> v100-pcie-32gb, ...).
@@ -378,7 +383,13 @@ inline LaunchRefit refit_launch_to_e2e(DeviceSpec& spec, std::span<const Calibra
 // The target preset with what transfers from devices fitted elsewhere (see the top of the file):
 // the median over `fitted` of launch_overhead, of bandwidth_efficiency / its preset's and of each
 // compute and memory efficiency / its preset's, the ratios applied to `target`'s own values
-// (bandwidth and compute efficiencies at most 1).
+// (bandwidth and compute efficiencies at most 1). For the kinds fitted on the compute roof
+// (calib_compute_kind) each device's ratio r_i is first moved to the target's machine balance B
+// (peak_flops / mem_bandwidth): r_i * (B / B_i)^s, with s the least-squares slope of log r_i on
+// log B_i over `fitted`, held in [-1, 0]: by the roofline a GEMM of arithmetic intensity I reaches
+// min(1, I / B) of the peak, so a memory-bound one scales as B^-1 and a compute-bound one not at
+// all; a rising slope has no such reason and counts as 0 (the plain median). The median keeps
+// the one device with an odd ratio from moving the others.
 // `fitted` are fit_device(...).spec of presets, so each one's preset is DeviceSpec::preset(name).
 inline DeviceSpec transfer_calibration(const DeviceSpec& target, std::span<const DeviceSpec> fitted,
                                        const std::string& where = "calibrate: ") {
@@ -397,10 +408,26 @@ inline DeviceSpec transfer_calibration(const DeviceSpec& target, std::span<const
   v.clear();
   for (std::size_t i = 0; i < fitted.size(); ++i) v.push_back(fitted[i].bandwidth_efficiency / presets[i].bandwidth_efficiency);
   out.bandwidth_efficiency = std::min(1.0, target.bandwidth_efficiency * median(v));
+  const double target_balance = std::log(target.peak_flops / target.mem_bandwidth);
+  std::vector<double> balance;
+  for (const DeviceSpec& f : fitted) balance.push_back(std::log(f.peak_flops / f.mem_bandwidth));
   for (std::size_t k = 0; k < kNumOpKinds; ++k) {
     v.clear();
     for (std::size_t i = 0; i < fitted.size(); ++i)
-      v.push_back(fitted[i].compute_efficiency[k] / presets[i].compute_efficiency[k]);
+      v.push_back(std::log(fitted[i].compute_efficiency[k] / presets[i].compute_efficiency[k]));
+    double slope = 0;
+    if (detail::calib_compute_kind(k)) {
+      double mb = 0, mr = 0, sbb = 0, sbr = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) mb += balance[i], mr += v[i];
+      mb /= static_cast<double>(v.size());
+      mr /= static_cast<double>(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        sbb += (balance[i] - mb) * (balance[i] - mb);
+        sbr += (balance[i] - mb) * (v[i] - mr);
+      }
+      if (sbb > 1e-12) slope = std::clamp(sbr / sbb, -1.0, 0.0);  // one balance among them: no slope
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::exp(v[i] + slope * (target_balance - balance[i]));
     out.compute_efficiency[k] = std::min(1.0, target.compute_efficiency[k] * median(v));
     v.clear();
     for (std::size_t i = 0; i < fitted.size(); ++i) v.push_back(fitted[i].memory_efficiency[k] / presets[i].memory_efficiency[k]);

@@ -28,13 +28,23 @@
 //   launch_overhead + max(FLOPs / (peak * efficiency of its kind), bytes / (bandwidth * efficiency))
 //   with bytes = distinct inputs + outputs + parameters. SimOptions::cost = roofline ignores
 //   measured times: every op is costed as if the graph had none.
-// Fusion. A group runs as one kernel: one launch overhead + max(sum over its roofline ops of
-//   FLOPs / (peak * efficiency), external bytes / (bandwidth * efficiency)) + for each member with a
-//   measured time, that time minus one launch overhead (a measured time cannot be split into compute
-//   and traffic; fusing it saves only its launch). External bytes = distinct tensors read from
-//   outside the group + tensors written that are read outside it or by nobody + parameters; tensors
-//   produced and consumed inside the group never touch device memory. A group of only zero-cost ops
-//   costs nothing and launches nothing.
+// Fusion. A group runs as one kernel: one launch overhead + for each library kernel (conv, matmul)
+//   with a measured time, that time minus one launch overhead + max(sum over its roofline ops of
+//   FLOPs / (peak * efficiency), the time it streams its loop bytes). External bytes = distinct
+//   tensors read from outside the group + tensors written that are read outside it or by nobody +
+//   parameters; tensors produced and consumed inside the group never touch device memory. Loop
+//   bytes = the external bytes less those a measured library kernel reads or writes (its measured
+//   time holds them: what an epilogue adds is its own outside reads and the output it writes).
+//   They stream at bandwidth * efficiency, or, when the group has measured members other than
+//   library kernels, at the rate of the longest of them (its bytes / (its time - one launch)), and
+//   then in at most the time those members took (less their launches; + the roofline members'
+//   bytes at bandwidth * efficiency). Why: a measured time cannot be split into compute and traffic,
+//   but a loop op's time is its traffic at the rate the device streams it, and fusing removes the
+//   traffic between members; the longest member is where the group spends its time, while members
+//   that take only their launch floor (views, shape queries, no-op casts) would give a rate from
+//   bytes they never move. The cap: fusing removes traffic, it never adds any (a short member with
+//   few bytes can be the longest). A lone op (unfused) keeps its measured time exactly. A group of
+//   only zero-cost ops costs nothing and launches nothing.
 // Transfers. When a unit completes on device s, each output tensor is sent once to every other
 //   device that has a consumer of it (tensors in output order, destinations in order of their first
 //   consumer). A transfer takes latency(s, d) + bytes / bandwidth(s, d) and occupies, per
@@ -393,8 +403,15 @@ class Simulator {
   std::vector<std::int32_t> dev_kind_;
   std::size_t nkinds_ = 0;
   std::vector<double> cost_, compute_, extra_;  // [kind * n + op]
+  // [kind * n + op]: what a fused group of loop members may take at most, per member: a measured
+  // one's time less its launch, a roofline one's bytes at bandwidth * efficiency (see "Fusion")
+  std::vector<double> cap_;
   std::vector<double> launch_, inv_mem_bw_;     // per kind
   std::vector<std::uint8_t> kernel_, roof_;     // launches a kernel; costed by the roofline
+  // per op, for the fused groups' cost: the kUnit* bits below (one byte read per member)
+  static constexpr std::uint8_t kUnitKernel = 1, kUnitRoof = 2, kUnitMeasuredLoop = 4, kUnitMeasuredLib = 8;
+  std::vector<std::uint8_t> ubits_;
+  bool has_mlib_ = false;                       // some op is a measured library kernel (kUnitMeasuredLib)
   std::vector<double> traffic_;
   std::vector<std::int64_t> alloc_, temp_, param_, sink_;
   std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start
@@ -448,6 +465,7 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
   cost_.resize(nkinds_ * n);
   compute_.resize(nkinds_ * n);
   extra_.resize(nkinds_ * n);
+  cap_.resize(nkinds_ * n);
   launch_.resize(nkinds_);
   inv_mem_bw_.resize(nkinds_);
   for (std::size_t k = 0; k < nkinds_; ++k) {
@@ -461,10 +479,13 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
       const bool roof = !timed && !is_free_op(o.kind);
       compute_[i] = roof ? o.flops / (s.peak_flops * s.compute_efficiency[op_kind_index(o.kind)]) : 0.0;
       extra_[i] = timed ? std::max(0.0, o.time - s.launch_overhead) : 0.0;
+      cap_[i] = timed ? extra_[i]
+                      : roof ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) * inv_mem_bw_[k] : 0.0;
     }
   }
   kernel_.resize(n);
   roof_.resize(n);
+  ubits_.resize(n);
   traffic_.resize(n);
   alloc_.resize(n);
   temp_.resize(n);
@@ -545,6 +566,10 @@ inline Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions op
     const auto i = static_cast<std::size_t>(o.id);
     roof_[i] = !(measured && o.has_time()) && !is_free_op(o.kind);
     kernel_[i] = (measured && o.has_time()) || !is_free_op(o.kind);
+    const bool timed = measured && o.has_time(), lib = timed && fusion_class(o) == FusionClass::library;
+    ubits_[i] = static_cast<std::uint8_t>((kernel_[i] ? kUnitKernel : 0) | (roof_[i] ? kUnitRoof : 0) |
+                                          (timed && !lib ? kUnitMeasuredLoop : 0) | (lib ? kUnitMeasuredLib : 0));
+    has_mlib_ = has_mlib_ || lib;
     traffic_[i] = kernel_[i] ? static_cast<double>(o.input_bytes + o.output_bytes + o.param_bytes) : 0.0;
     alloc_[i] = o.temp_bytes + o.output_bytes;
     temp_[i] = o.temp_bytes;
@@ -890,37 +915,50 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       const std::uint64_t tag = (static_cast<std::uint64_t>(ws.epoch_) << 32) | static_cast<std::uint32_t>(L);
       std::int32_t pend = 0;
       std::int64_t ext_in = 0, ext_out = 0, params = 0, temp = 0, sink = 0;
-      std::int64_t operands = 0;  // the external tensors counted: rule 5 of the fusion rules
-      double compute = 0, extra = 0;
-      bool kernel = false, roof = false;
+      std::int64_t lib_bytes = 0;  // the external traffic of measured library kernels (in their times)
+      std::int64_t operands = 0;   // the external tensors counted: rule 5 of the fusion rules
+      double compute = 0, extra = 0, cap = 0, dom_work = 0, dom_bytes = 0;
+      std::uint8_t bits = 0;
       float pr = -std::numeric_limits<float>::infinity();
-      for (std::int32_t k = mb; k < me; ++k) {
-        const std::int32_t v = mlist[k];
-        for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
-          if (leader[in_src[e]] == L) continue;
-          ++pend;
-          const std::int32_t t = in_tensor[e];
-          if (t >= 0 && stamp[t] != tag) {
+      // With measured library kernels in the graph they go first (pass 0): a tensor one of them
+      // reads is in its measured time, and the loop members' traffic must not count it again.
+      for (int pass = has_mlib_ ? 0 : 1; pass < 2; ++pass) {
+        for (std::int32_t k = mb; k < me; ++k) {
+          const std::int32_t v = mlist[k];
+          const std::uint8_t b = ubits_[v];
+          if (has_mlib_ && ((b & kUnitMeasuredLib) != 0) != (pass == 0)) continue;
+          for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+            if (leader[in_src[e]] == L) continue;
+            ++pend;
+            const std::int32_t t = in_tensor[e];
+            if (t >= 0 && stamp[t] != tag) {
+              stamp[t] = tag;
+              ext_in += tbytes[t];
+              ++operands;
+            }
+          }
+          for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
+            const std::int32_t t = out_tensor[e];
+            if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
             stamp[t] = tag;
-            ext_in += tbytes[t];
+            ext_out += tbytes[t];
             ++operands;
           }
+          params += param_[v];
+          temp = std::max(temp, temp_[v]);
+          sink += sink_[v];
+          bits |= b;
+          if constexpr (kPrio) pr = std::max(pr, prio[v]);
+          const std::size_t kv = kind * n + v;
+          if (pass == 0) {
+            extra += extra_[kv];
+            continue;
+          }
+          compute += compute_[kv];
+          cap += cap_[kv];
+          if ((b & kUnitMeasuredLoop) && extra_[kv] > dom_work && traffic_[v] > 0) dom_work = extra_[kv], dom_bytes = traffic_[v];
         }
-        for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
-          const std::int32_t t = out_tensor[e];
-          if (t < 0 || leader[out_dst[e]] == L || stamp[t] == tag) continue;
-          stamp[t] = tag;
-          ext_out += tbytes[t];
-          ++operands;
-        }
-        params += param_[v];
-        temp = std::max(temp, temp_[v]);
-        sink += sink_[v];
-        compute += compute_[kind * n + v];
-        extra += extra_[kind * n + v];
-        kernel = kernel || kernel_[v];
-        roof = roof || roof_[v];
-        if constexpr (kPrio) pr = std::max(pr, prio[v]);
+        if (pass == 0) lib_bytes = ext_in + ext_out + params + sink;
       }
       if (rules)
         if (const FusionProblem fp = fusion_operand_budget(operands, L)) {
@@ -931,8 +969,12 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         }
       ext_out += sink;
       const double traffic = static_cast<double>(ext_in + ext_out + params);
+      const bool kernel = (bits & kUnitKernel) != 0, lmeasured = (bits & kUnitMeasuredLoop) != 0;
+      double stream = static_cast<double>(ext_in + ext_out + params - lib_bytes) *
+                      (dom_work > 0 ? dom_work / dom_bytes : inv_mem_bw_[kind]);
+      if (lmeasured) stream = std::min(stream, cap);
       gst[g] = UnitStart{
-          kernel ? launch_[kind] + (roof ? std::max(compute, traffic * inv_mem_bw_[kind]) : 0.0) + extra : 0.0,
+          kernel ? launch_[kind] + ((bits & kUnitRoof) || lmeasured ? std::max(compute, stream) : 0.0) + extra : 0.0,
           kernel ? traffic : 0.0, temp + ext_out, kernel ? 1 : 0};
       grel[g] = temp + sink;
       if constexpr (kPrio) gpr[g] = pr;
