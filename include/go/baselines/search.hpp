@@ -193,6 +193,14 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   for (OpId v = 0; v < g.num_ops() && !fusible; ++v)
     for (TensorId t : g.inputs(v)) fusible = fusible || fusion_pair_possible(g, v, g.tensor(t).producer);
   const float p_device = fusible ? 0.6f : 0.8f, p_priority = fusible ? 0.8f : 1.0f;
+  // A tenth of the priorities' spread (n for the topological priorities made below): a start plan
+  // with priorities on another scale (GO's anchor: levels 0-7 plus a program-order tie) must not
+  // have every moved op thrown to the front or the back of its device's queue.
+  float priority_sd = static_cast<float>(n) / 10.0f;
+  if (!cur.priority.empty()) {
+    const auto [lo, hi] = std::minmax_element(cur.priority.begin(), cur.priority.end());
+    if (*hi > *lo) priority_sd = (*hi - *lo) / 10.0f;
+  }
   Plan cand;
   while (ev.calls < budget && (time_limit <= 0 || elapsed() < time_limit)) {
     cand = cur;
@@ -211,8 +219,7 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
         cand.priority.resize(n);
         for (std::size_t p = 0; p < n; ++p) cand.priority[static_cast<std::size_t>(topo[p])] = static_cast<float>(n - p);
       }
-      const float sd = static_cast<float>(n) / 10.0f;
-      for (std::size_t p = start; p < start + len; ++p) cand.priority[static_cast<std::size_t>(topo[p])] += rng.normal(0.0f, sd);
+      for (std::size_t p = start; p < start + len; ++p) cand.priority[static_cast<std::size_t>(topo[p])] += rng.normal(0.0f, priority_sd);
     } else {
       const std::uint8_t on = rng.uniform() < 0.5f ? 1 : 0;
       for (std::size_t p = start; p < start + len; ++p) {
