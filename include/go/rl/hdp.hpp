@@ -47,17 +47,17 @@
 // "hdp-tuned" (hdp_tuned_config()) is the best of a small, stated tuning effort for this simulator,
 // so that GO is also compared with an HDP that does not collapse: the baseline starts at the first
 // sample's cost (the reference's start_with_failing_signal = false), lr 1e-3 and hidden size 64
-// (about 8x more samples per second than 512). Tried: 12 settings besides the reference's, of lr (0.1, 0.01, 1e-3), baseline
-// start, hidden size (512, 64), logit noise (0.5, 0), a grouper temperature (1, 0.1) and an extra
-// feature of the op's own topological position (x1, x10), 8-20 s each on rnnlm2, gnmt4,
-// inception_v3 b64 and rnnlm4 (training graphs, V100 x2 / x4). With the baseline at the first
-// sample, lr 0.1 and 0.01 still collapse onto one or two groups within 50-700 samples (plans that
-// keep ops together are better than its scattered early samples, so REINFORCE rightly moves there);
-// lr 1e-3 still has 30-40 groups on both devices after 900 samples. None of them ends more than
-// 4% below the reference's result on these graphs (all near the single-device plan, or out of
-// memory where one device cannot hold the graph): with a few hundred to a few thousand samples
-// the grouper does not learn which ops belong together, and random groups spread over devices
-// cost more in transfers than they gain.
+// (about 8x more samples per second than 512). Tried: 12 settings besides the reference's, of lr
+// (0.1, 0.01, 1e-3), baseline start, hidden size (512, 64), logit noise (0.5, 0), a grouper
+// temperature (1, 0.1) and an extra feature of the op's own topological position (x1, x10; neither
+// kept), 8-20 s each on rnnlm2, gnmt4, inception_v3 b64 and rnnlm4 (training graphs, V100 x2 / x4).
+// With the baseline at the first sample, lr 0.1 and 0.01 still collapse onto one or two groups
+// within 50-700 samples (plans that keep ops together are better than its scattered early samples,
+// so REINFORCE rightly moves there); lr 1e-3 still has 30-40 groups on both devices after 900
+// samples. None of them ends more than 4% below the reference's result on these graphs (all near
+// the single-device plan, or out of memory where one device cannot hold the graph): with a few
+// hundred to a few thousand samples the grouper does not learn which ops belong together, and
+// random groups spread over devices cost more in transfers than they gain.
 // Seeded by PlaceOptions::seed: the same seed gives the same plan at a fixed thread count (a time
 // limit may stop two runs after different numbers of samples).
 #include <algorithm>
@@ -446,7 +446,7 @@ inline Plan hdp_place(const OpGraph& g, const Cluster& c, const HdpOptions& o, H
     }
     const double runtime = consider(plan);
     const double cost = std::sqrt(runtime);
-    if (!baseline_set) {  // the first sample's advantage is then 0: it is neither reinforced nor punished
+    if (!baseline_set) {  // the first sample's advantage is then 0: neither reinforced nor punished
       baseline = cost;
       baseline_set = true;
     }
