@@ -289,7 +289,7 @@ gopt place does (same options, same numbers for the same seed). seed: every rand
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 (-1: budget / 16); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
-time_limit: seconds of anneal, anneal-anchor, hdp, go, go-one and exact (0: none; exact then 60 s).
+time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s).
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

@@ -101,7 +101,14 @@ TEST_CASE("baselines: two independent chains on two devices", "[baselines]") {
      // two starting plans (default and human), whatever the budget
     go::PlaceOptions o = small_budget();
     o.time_limit = 1e6;
-    CHECK(go::place("anneal", g, c, o).simulations == 300);
+    const go::PlaceResult a = go::place("anneal", g, c, o);
+    CHECK(a.simulations == 300);
+    // its note is the best-so-far curve (go/baselines/best_trace.hpp): the default plan (10 ms) first,
+    // ending at the answer within the budget
+    CHECK(a.note.rfind("trace samples:seconds:ms 1:", 0) == 0);
+    CHECK(a.note.find(":10.000 ") != std::string::npos);
+    CHECK(a.note.size() >= 6);
+    CHECK(a.note.substr(a.note.size() - 6) == ":5.000");
     o.budget = 1'000'000'000;
     o.time_limit = 1e-9;
     const go::PlaceResult r = go::place("anneal", g, c, o);

@@ -118,6 +118,31 @@ TEST_CASE("hdp: same seed, same plan", "[hdp]") {
   CHECK(r1.best_sample == r2.best_sample);
 }
 
+TEST_CASE("hdp-tuned: the optimum of two short chains, the same curve per seed", "[hdp]") {
+  // one chain per device: 3 ms, the optimum (each op waits for its predecessor)
+  const go::OpGraph g = two_chains(3);
+  const go::Cluster c = test_cluster(2);
+  go::rl::HdpOptions o;
+  o.config = go::rl::hdp_tuned_config();
+  o.budget = 200;
+  o.seed = 5;
+  go::rl::HdpReport r1, r2;
+  const go::Plan a = go::rl::hdp_place(g, c, o, &r1);
+  const go::Plan b = go::rl::hdp_place(g, c, o, &r2);
+  CHECK(r1.best_step_time == Approx(3e-3));
+  CHECK(go::Simulator(g, c).simulate(a).step_time == Approx(3e-3));
+  CHECK(a.device == b.device);
+  REQUIRE(r1.trace.size() == r2.trace.size());
+  for (std::size_t i = 0; i < r1.trace.size(); ++i) {
+    CHECK(r1.trace[i].samples == r2.trace[i].samples);
+    CHECK(r1.trace[i].best_step_time == r2.trace[i].best_step_time);
+  }
+  // the baseline starts at the first sample's cost, so early samples are not all reinforced: after
+  // 200 samples the grouper still spreads the ops over several groups and both devices
+  CHECK(r1.last_groups_used > 1);
+  CHECK(r1.last_devices_used == 2);
+}
+
 TEST_CASE("hdp: time limit, one device, tiny graphs, colocation", "[hdp]") {
   const go::OpGraph g = two_chains(6, 3);
   {
@@ -189,4 +214,9 @@ TEST_CASE("hdp: a place() method", "[hdp]") {
   CHECK(r.simulations == 3);
   CHECK(r.note.find("40 groups, 3 samples") != std::string::npos);
   CHECK(r.note.find("; trace samples:seconds:ms 1:") != std::string::npos);
+  const go::PlaceResult t = go::place("hdp-tuned", g, test_cluster(2), po);
+  CHECK(t.valid);
+  CHECK(t.simulations == 3);
+  CHECK(t.note.find("40 groups, 3 samples") != std::string::npos);
+  CHECK(t.note.find("; trace samples:seconds:ms 1:") != std::string::npos);
 }

@@ -446,9 +446,11 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   PlaceOptions o;
   o.seed = 3;
   o.finetune = 0;
+  // every simulation counts: the reward reference (the default plan), the anchor's candidates
+  const std::int64_t before = 1 + place("best-heuristic", g, cl, o).simulations;
   const PlaceResult z = place("go-zero-shot", g, cl, o);
   REQUIRE(z.valid);
-  CHECK(z.simulations == 1 + 8);  // greedy + 8 samples
+  CHECK(z.simulations == before + 1 + 8);  // then greedy + 8 samples
   CHECK(check_plan(g, z.plan, 2).empty());
   CHECK(z.note.find("zero-shot greedy") != std::string::npos);
   GoPlaceReport rep;
@@ -460,23 +462,41 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.finetune = 4;
   const PlaceResult f = place("go", g, cl, o);
   REQUIRE(f.valid);
-  CHECK(f.simulations == 1 + 8 + 4 * 8);
+  CHECK(f.simulations == before + 1 + 8 + 4 * 8);
   CHECK(f.step_time <= z.step_time);            // the zero-shot plans are candidates too
   CHECK(f.step_time <= rep.anchor_step_time);   // and so is the anchor
   CHECK(f.step_time == Simulator(g, cl).simulate(f.plan).step_time);
+  {  // the trace: every simulation in order, ending at the answer; the same seed gives the same curve
+    GoPlaceReport r1, r2;
+    go_place(g, cl, ck, 4, 8, 3, &r1);
+    go_place(g, cl, ck, 4, 8, 3, &r2);
+    CHECK(r1.simulations == f.simulations);
+    REQUIRE(!r1.trace.empty());
+    CHECK(r1.trace.back().best_step_time == f.step_time);
+    CHECK(r1.trace.front().samples > 1);  // the reference's simulation is never an answer
+    CHECK(r1.trace.front().samples < before + 1);  // the anchor's candidates are the first answers
+    CHECK(r1.trace.front().best_step_time >= r1.anchor_step_time);
+    REQUIRE(r1.trace.size() == r2.trace.size());
+    for (std::size_t i = 0; i < r1.trace.size(); ++i) {
+      CHECK(r1.trace[i].samples == r2.trace[i].samples);
+      CHECK(r1.trace[i].best_step_time == r2.trace[i].best_step_time);
+      if (i > 0) CHECK(r1.trace[i].best_step_time < r1.trace[i - 1].best_step_time);
+    }
+    CHECK(f.note.find("; trace samples:seconds:ms ") != std::string::npos);
+  }
   // the fusion the policy chose is kept (place() clears fusion only for methods that do not decide it)
   CHECK(find_place_method("go").decides_fusion);
   // go-one: a fresh network of the same architecture trained on this graph, as many updates as go
   const PlaceResult one = place("go-one", g, cl, o);
   REQUIRE(one.valid);
-  CHECK(one.simulations == 1 + 8 + 4 * 8);
+  CHECK(one.simulations == before + 1 + 8 + 4 * 8);
   CHECK(one.note.find("trained 4 updates") != std::string::npos);
   CHECK(one.step_time <= rep.anchor_step_time);  // it starts from the same anchor
   CHECK(one.note.find("untrained greedy") != std::string::npos);
   // a time limit covers the whole call: spent before fine-tuning starts, no update runs
   o.time_limit = 1e-9;
   const PlaceResult timed = place("go", g, cl, o);
-  CHECK(timed.simulations == 1 + 8);
+  CHECK(timed.simulations == before + 1 + 8);
   CHECK(timed.note.find("fine-tuned 0 updates") != std::string::npos);
   o.time_limit = 0;
   // best-heuristic: the anchor plan on its own

@@ -20,7 +20,7 @@ inline constexpr const char* kFusionHelp =
     "none | xla: greedy producer-consumer fusion after placement (default none; anneal, anneal-anchor and the go "
     "methods choose fusion themselves)";
 inline constexpr const char* kTimeLimitHelp =
-    "anneal, anneal-anchor, hdp, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
+    "anneal, anneal-anchor, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
     "then trains as many updates as go; exact then stops after 60 s)";
 inline constexpr const char* kCostHelp =
     "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "

@@ -104,7 +104,10 @@ inline std::vector<PlaceMethod> builtin_methods() {
                }});
   m.push_back({"anneal", "simulated annealing over placement, priority and fusion from the best of the default and human plans, with and without XLA-like fusion (budget: simulations; --time-limit: seconds)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, anneal_starts(g, c, o), o.time_limit);
+                 BestTrace trace;
+                 Plan p = anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, anneal_starts(g, c, o), o.time_limit, &trace);
+                 r.note = trace.text();
+                 return p;
                }, false, true});
   m.push_back({"exact", "optimal placement + schedule by mixed-integer programming with CBC, graphs of <= 200 ops (--time-limit: seconds, default 60; the note says proven optimal or the gap)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) { return exact_plan(g, c, o, &r.note); }});

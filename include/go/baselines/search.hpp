@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "go/baselines/best_trace.hpp"
 #include "go/baselines/common.hpp"
 #include "go/baselines/fusion.hpp"
 #include "go/core/error.hpp"
@@ -60,9 +61,10 @@ struct SearchEval {
   Simulator sim;
   SimWorkspace ws;
   std::int64_t calls = 0;
+  BestTrace* trace = nullptr;  // optional: records every simulation
 
-  SearchEval(const OpGraph& graph, const Cluster& cluster, const SimOptions& so)
-      : g(graph), c(cluster), sim(graph, cluster, so), ws(sim.make_workspace()) {}
+  SearchEval(const OpGraph& graph, const Cluster& cluster, const SimOptions& so, BestTrace* tr = nullptr)
+      : g(graph), c(cluster), sim(graph, cluster, so), ws(sim.make_workspace()), trace(tr) {}
 
   struct Score {
     bool valid = false;
@@ -75,6 +77,7 @@ struct SearchEval {
   Score score(const Plan& p, std::int64_t start = -1) {
     ++calls;
     const SimResult& r = sim.simulate(p, ws);
+    if (trace) trace->add(r.valid, r.step_time);
     if (r.valid) return {true, r.step_time};
     const bool fusion_bad = r.status == SimStatus::bad_fusion_id || r.status == SimStatus::fusion_spans_devices ||
                             r.status == SimStatus::fusion_not_convex || r.status == SimStatus::fusion_cycle ||
@@ -156,14 +159,15 @@ inline Plan random_search_plan(const OpGraph& g, const Cluster& c, std::int64_t 
 
 // time_limit > 0: also stop once that many seconds have passed; the cooling schedule then spans the
 // simulations that fit in it at the starting plans' speed (the result depends on the machine).
+// trace (optional): records every simulation (go/baselines/best_trace.hpp).
 inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget, std::uint64_t seed,
                         const SimOptions& so = {}, std::int64_t* calls = nullptr, const std::vector<Plan>& starts = {},
-                        double time_limit = 0) {
+                        double time_limit = 0, BestTrace* trace = nullptr) {
   GO_CHECK(budget >= 1, "anneal: the budget must be at least 1 simulation, got ", budget);
   GO_CHECK(time_limit >= 0, "anneal: the time limit must be >= 0 seconds, got ", time_limit);
   const auto clock0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count(); };
-  detail::base::SearchEval ev(g, c, so);
+  detail::base::SearchEval ev(g, c, so, trace);
   Rng rng(seed);
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());

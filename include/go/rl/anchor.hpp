@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "go/baselines/best_trace.hpp"
 #include "go/baselines/fusion.hpp"
 #include "go/baselines/human.hpp"
 #include "go/baselines/list_scheduling.hpp"
@@ -80,9 +81,10 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
 // `which`: comma-separated subset of kAnchorPlacements. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
+// `trace` (optional) records every candidate's simulation, in the order they are simulated.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
-                            std::uint64_t seed = 0) {
+                            std::uint64_t seed = 0, BestTrace* trace = nullptr) {
   std::vector<std::pair<std::string, Plan>> placements;
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
   if (wanted("default")) placements.emplace_back("default", default_plan(g));
@@ -130,6 +132,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         SimResult r = sim.simulate(dp, ws);
         ++evaluated;
         const bool valid = r.valid && std::isfinite(r.step_time);
+        if (trace) trace->add(valid, r.step_time);
         const double key = valid ? r.step_time : memory_excess(r, c);
         if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
           best_valid = valid;
@@ -149,8 +152,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
 // Computes the anchor and stores its actions in pg.
 inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                          int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
-                         std::uint64_t seed = 0) {
-  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed);
+                         std::uint64_t seed = 0, BestTrace* trace = nullptr) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
   return a;
 }

@@ -49,17 +49,21 @@ struct GoPlaceReport {
   double sampled_step_time = kInf;      // best of the zero-shot samples
   double finetuned_step_time = kInf;    // best plan after fine-tuning (anchor and samples included)
   std::int64_t updates = 0;
+  // Every simulation made, in order (go/baselines/best_trace.hpp): the reward reference's, the
+  // anchor's candidates, the zero-shot plans, the fine-tuning samples. Its best is the answer's step
+  // time, its seconds count from the start of go_place.
   std::int64_t simulations = 0;
+  std::vector<TracePoint> trace;
 };
 
 namespace detail::go_method {
 
 // GO's anchor from every heuristic placement, for the methods that use it without a policy
 // (best-heuristic, anneal-anchor).
-inline Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po) {
+inline Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po, BestTrace* trace = nullptr) {
   const Simulator sim(g, c, po.sim);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed);
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed, trace);
 }
 
 inline std::string ms(double t) {
@@ -134,7 +138,6 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
   Plan best;
   double best_t = kInf;
   auto consider = [&](Plan p, const SimResult& r, double& stage) {
-    ++rep.simulations;
     if (!r.valid || !std::isfinite(r.step_time)) return;
     stage = std::min(stage, r.step_time);
     if (r.step_time < best_t) {
@@ -159,7 +162,6 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
   if (o.finetune > 0) {
     while (t.updates_done() < t.config().updates && within_time()) t.update();
     rep.updates = t.updates_done();
-    rep.simulations += t.task(0).samples;
     rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
     if (t.task(0).best_step_time < best_t) {
       best_t = t.task(0).best_step_time;
@@ -167,6 +169,12 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
     }
   }
   if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
+  BestTrace trace = t.task(0).trace;
+  trace.rebase(t0);
+  GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)),
+           "go: the trace's best ", trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
+  rep.simulations = trace.samples();
+  rep.trace = trace.points();
   if (report) *report = rep;
   return best;
 }
@@ -208,6 +216,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
       if (kind != Kind::zero_shot)
         out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
                     std::to_string(rep.updates) + " updates: " + ms(rep.finetuned_step_time);
+      out.note += "; " + BestTrace::trace_text(rep.trace);
       return p;
     };
   };
@@ -239,7 +248,8 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  "(budget: simulations; --time-limit: seconds, the anchor's time included)",
                  [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
                    const auto t0 = std::chrono::steady_clock::now();
-                   const Anchor a = detail::go_method::heuristic_anchor(g, c, po);
+                   BestTrace trace(t0);
+                   const Anchor a = detail::go_method::heuristic_anchor(g, c, po, &trace);
                    // the anchor first: a budget too small for every start still simulates it
                    std::vector<Plan> starts{a.plan};
                    for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
@@ -247,9 +257,10 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                    if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
                      limit = std::max(1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
                    const std::int64_t budget = std::max<std::int64_t>(1, po.budget - a.candidates);
-                   Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit);
+                   Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit, &trace);
                    out.simulations += a.candidates;
-                   out.note = "anchor " + a.describe() + " " + detail::go_method::ms(a.result.step_time);
+                   out.note = "anchor " + a.describe() + " " + detail::go_method::ms(a.result.step_time) + "; " +
+                              trace.text();
                    return p;
                  }};
   aa.decides_fusion = true;

@@ -110,6 +110,9 @@ struct GraphTask {
   std::int64_t samples = 0, invalid = 0;
   std::string anchor;                  // the anchor plan's heuristics ("" without an anchor)
   double anchor_step_time = kInf;      // its step time (+inf: out of memory)
+  // Every simulation of this graph's plans, in order: the reference's (a sample, never an answer),
+  // the anchor's candidates, zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
+  BestTrace trace;
   std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
 };
 
@@ -318,8 +321,9 @@ class PpoTrainer {
   // Zero-shot decisions for graph i: [0] the greedy one, [1 + k] the one sampled with base.fork(k),
   // k < samples; decoded and simulated on the config's threads (the results do not depend on them).
   // With chain "hidden" all of them come from one policy pass.
-  std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base) const {
-    const GraphTask& t = *tasks_.at(i);
+  // They are recorded in the task's trace in that order.
+  std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base) {
+    GraphTask& t = *tasks_.at(i);
     const int D = t.sim->cluster().num_devices();
     std::vector<policy::Actions> decisions;
     {
@@ -345,6 +349,8 @@ class PpoTrainer {
       out[j].first = plan_of(t, decisions[j]);
       out[j].second = t.sim->simulate(out[j].first, ws[ti]);
     });
+    const double done = t.trace.seconds();
+    for (const auto& [p, r] : out) t.trace.add_at(r.valid, r.step_time, done);
     return out;
   }
 
@@ -470,6 +476,7 @@ class PpoTrainer {
       sum_r += s.reward;
       st.max_reward = std::max(st.max_reward, s.reward);
       ++t.samples;
+      t.trace.add_at(s.valid, s.step_time, std::chrono::duration<double>(t_simulated - t.trace.origin()).count());
       if (!s.valid) {
         ++t.invalid;
         ++invalid;
@@ -778,7 +785,7 @@ class PpoTrainer {
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
   void init_anchor(GraphTask& t) const {
     const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
-                                cfg_.anchor_placements);
+                                cfg_.anchor_placements, 0, &t.trace);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
     if (a.result.valid) {
@@ -788,8 +795,10 @@ class PpoTrainer {
     }
   }
 
+  // (Its simulations count as samples of the trace; their plans are not answers.)
   void set_reference(GraphTask& t) const {
     const SimResult d = t.sim->simulate(Plan{});
+    t.trace.add(d.valid, d.step_time, false);
     if (d.valid && std::isfinite(d.step_time) && d.step_time > 0) {
       t.reference = d.step_time;
       t.reference_kind = "default";
@@ -799,6 +808,7 @@ class PpoTrainer {
       Plan h;
       h.device = zoo_human_placement(*t.graph, t.sim->cluster().num_devices());
       const SimResult r = t.sim->simulate(h);
+      t.trace.add(r.valid, r.step_time, false);
       if (r.valid && std::isfinite(r.step_time) && r.step_time > 0) {
         t.reference = r.step_time;
         t.reference_kind = "human";
