@@ -528,6 +528,35 @@ TEST_CASE("decode: ops of one priority level run in program order, not first-rea
   const double fifo = go::Simulator(g, cl).simulate(first_ready).step_time * 1e3;
   CHECK(program == Approx(10.1).margin(0.2));
   CHECK(fifo == Approx(13.1).margin(0.2));
+  // TieOrder::first_ready decodes the same actions without the ties; so does a PolicyGraph whose
+  // anchor chose first-ready order
+  const Plan fr = to_plan(decode(g, pg, act, 2, {.ties = TieOrder::first_ready}));
+  for (std::size_t i = 0; i < n; ++i) CHECK(fr.priority[i] == std::floor(plan.priority[i]));
+  CHECK(go::Simulator(g, cl).simulate(fr).step_time * 1e3 == Approx(fifo));
+  PolicyGraph pg_fr = PolicyGraph::from_graph(g);
+  pg_fr.program_order = false;
+  CHECK(to_plan(decode(g, pg_fr, act, 2)).priority == fr.priority);
+
+  // Neither order is best everywhere: a1 -> a2 -> a3 -> a4 and b1 (1 ms each, device 0), b1 -> c
+  // (5 ms, device 1). Program order finishes chain a first, so c starts after 5 ms (end 10.1 ms);
+  // first-ready runs b1 second (ready since 0), so c starts at 2.1 ms and ends at 7.1 ms.
+  go_test::Tiny t2;
+  OpId prev = t2.op("a1", 1.0, 1000);
+  for (int i = 2; i <= 4; ++i) prev = t2.op("a" + std::to_string(i), 1.0, 1000, {prev});
+  const OpId b1 = t2.op("b1", 1.0, 1000);
+  const OpId c1 = t2.op("c", 5.0, 1000, {b1});
+  const OpGraph g2 = t2.build();
+  const PolicyGraph pg2 = PolicyGraph::from_graph(g2);
+  const auto n2 = static_cast<std::int64_t>(g2.num_ops());
+  Actions act2{Tensor::zeros(Shape{n2}, DType::i32), Tensor::zeros(Shape{n2}, DType::i32),
+               Tensor::zeros(Shape{n2}, DType::i32)};
+  act2.device.data<std::int32_t>()[pg2.row_of[static_cast<std::size_t>(c1)]] = 1;
+  const double prog2 =
+      go::Simulator(g2, cl).simulate(to_plan(decode(g2, pg2, act2, 2, {.ties = TieOrder::program}))).step_time * 1e3;
+  const double fifo2 =
+      go::Simulator(g2, cl).simulate(to_plan(decode(g2, pg2, act2, 2, {.ties = TieOrder::first_ready}))).step_time * 1e3;
+  CHECK(prog2 == Approx(10.1).margin(0.2));
+  CHECK(fifo2 == Approx(7.1).margin(0.2));
 }
 
 TEST_CASE("GoPolicy on a zoo training graph: one pass, decoded into a plan the simulator accepts", "[policy]") {

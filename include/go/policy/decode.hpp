@@ -8,7 +8,8 @@
 //   1. device[op] = the sampled device of op's row. With `colocate`, every op of a colocation
 //      group moves to the device of the group's first op in topological order.
 //   2. priority[op] = the sampled level (higher runs first among ready ops); within a level, ops
-//      run in program order (tie = PolicyGraph::tie, added by to_plan).
+//      run in program order (tie = PolicyGraph::tie, added by to_plan) or first-ready
+//      (DecodeOptions::ties; by default the PolicyGraph's program_order flag).
 //   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producer"
 //      joins the group of its producer p (go::fusion_producer: the producer of its first data
 //      input; for an op with only control inputs, its first predecessor) when
@@ -53,9 +54,14 @@ struct Decision {
   std::int64_t num_groups = 0;         // groups of two ops or more
 };
 
+// How ops of one priority level are ordered: as the PolicyGraph says (its program_order flag, which
+// the anchor sets per graph and cluster), in program order (PolicyGraph::tie), or first-ready.
+enum class TieOrder : std::uint8_t { graph, program, first_ready };
+
 struct DecodeOptions {
   bool colocate = true;
   std::int64_t search_budget = 4096;
+  TieOrder ties = TieOrder::graph;
 };
 
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
@@ -113,7 +119,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const auto N = static_cast<std::size_t>(n);
   d.device.resize(N);
   d.priority.resize(N);
-  d.tie = pg.tie;
+  if (opt.ties == TieOrder::program || (opt.ties == TieOrder::graph && pg.program_order)) d.tie = pg.tie;
   d.fusion_group.assign(N, -1);
   for (std::int32_t i = 0; i < n; ++i) {
     const std::int32_t r = pg.row_of[static_cast<std::size_t>(i)];

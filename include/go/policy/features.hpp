@@ -57,6 +57,9 @@ struct PolicyGraph {
   // op -> [0, 1): decode adds it to the priority level, so ops of equal level run in program order
   // (go/graph/graph.hpp) rather than first-ready; empty: first-ready (from_arrays).
   std::vector<float> tie;
+  // decode's default: ties in program order, or first-ready when the anchor found that faster
+  // (set_anchor in go/rl/anchor.hpp; neither is best on every graph)
+  bool program_order = true;
 
   std::int64_t num_edges() const { return preds.nnz(); }
   bool has_anchor() const { return anchor_device.defined(); }
@@ -84,7 +87,10 @@ struct PolicyGraph {
     anchor_priority = std::move(priority);
     anchor_fuse = std::move(fuse);
   }
-  void clear_anchor() { anchor_device = anchor_priority = anchor_fuse = Tensor(); }
+  void clear_anchor() {
+    anchor_device = anchor_priority = anchor_fuse = Tensor();
+    program_order = true;
+  }
 
   // From an op graph: rows in g.topo_order().
   static PolicyGraph from_graph(const OpGraph& g) {
@@ -123,7 +129,7 @@ struct PolicyGraph {
       f[8 + static_cast<int>(o.role)] = 1.f;
     }
     pg.set_edges(dst, src);
-    const std::vector<OpId> prog = program_order(g);
+    const std::vector<OpId> prog = go::program_order(g);
     pg.tie.assign(static_cast<std::size_t>(n), 0.f);
     const float below_one = std::nextafter(1.f, 0.f);
     for (std::int64_t k = 0; k < n; ++k)
