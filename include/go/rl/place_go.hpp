@@ -234,7 +234,8 @@ inline void register_go_methods(const std::string& default_policy, int samples =
   register_place_method(one);
   PlaceMethod bh{"best-heuristic",
                  "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
-                 "none/XLA-like fusion, each simulated (what GO's anchor starts from)",
+                 "none/XLA-like fusion in program order, the best four also in first-ready order, each simulated (what GO's "
+                 "anchor starts from)",
                  [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
                    const Anchor a = detail::go_method::heuristic_anchor(g, c, po);
                    out.simulations = a.candidates;
