@@ -65,7 +65,8 @@ struct DecodeOptions {
 };
 
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
-// (each must be an integer in [0, priority_levels); a plan without priorities gives level 0
+// (the integer part of each, which must be in [0, priority_levels): decoded plans carry a program-
+// order tie in [0, 1) on top of their level; a plan without priorities gives level 0
 // everywhere, which the simulator runs first-ready-first-run like no priorities), and "fuse into
 // producer" wherever an op shares a fusion group with its fusion_producer(). decode() of these
 // actions gives back the plan's devices and priorities; its fusion groups are the plan's wherever
