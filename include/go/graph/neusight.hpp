@@ -222,6 +222,13 @@ inline std::string callee(std::string_view op, std::string_view target, std::str
   return std::string(target);
 }
 
+// fx callees that convert a tensor's dtype (fx_kind: elementwise).
+inline bool is_cast(std::string_view f) {
+  for (std::string_view c : {"to", "type", "type_as", "long", "bool", "float", "half", "int"})
+    if (f == c) return true;
+  return false;
+}
+
 inline OpKind fx_kind(std::string_view op, std::string_view f, bool tensor_out) {
   if (op == "placeholder") return OpKind::input;
   if (op == "get_attr") return OpKind::constant;
@@ -250,18 +257,12 @@ inline OpKind fx_kind(std::string_view op, std::string_view f, bool tensor_out) 
   if (f == "contiguous") return OpKind::transpose;
   if (f == "getitem") return OpKind::slice;
   if (any({"sum", "mean", "amax", "amin"})) return OpKind::reduce;
-  if (any({"to", "type", "type_as", "long", "bool", "float", "half", "int", "masked_fill", "masked_fill_", "where",
-           "eq", "ne", "lt", "gt", "le", "ge", "max", "min", "cumsum", "pow", "sqrt", "rsqrt", "exp", "neg",
-           "ones", "zeros", "full", "arange", "tensor", "ones_like", "zeros_like", "full_like", "clone"}))
+  if (is_cast(f) ||
+      any({"masked_fill", "masked_fill_", "where", "eq", "ne", "lt", "gt", "le", "ge", "max", "min", "cumsum", "pow",
+           "sqrt", "rsqrt", "exp", "neg", "ones", "zeros", "full", "arange", "tensor", "ones_like", "zeros_like",
+           "full_like", "clone"}))
     return OpKind::elementwise;
   return OpKind::other;
-}
-
-// fx callees that convert a tensor's dtype (fx_kind: elementwise).
-inline bool is_cast(std::string_view f) {
-  for (std::string_view c : {"to", "type", "type_as", "long", "bool", "float", "half", "int"})
-    if (f == c) return true;
-  return false;
 }
 
 inline double numel(const std::vector<std::int64_t>& d) {
