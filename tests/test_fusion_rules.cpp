@@ -503,7 +503,7 @@ TEST_CASE("fusion edges: all flags are the XLA-like heuristic, a plan's flags re
   CHECK_THROWS_WITH(edges.apply(g, p, &short_flags), Catch::Contains("flags for a graph with"));
 }
 
-TEST_CASE("policy fusion mask: rows that can never join their producer are masked", "[fusion][policy]") {
+TEST_CASE("policy fusion mask: rows that can never join any of their producers are masked", "[fusion][policy]") {
   Hand h;
   const OpId x = h.op("x", OpKind::input);
   const OpId c = h.op("c", OpKind::conv, {x});
@@ -517,6 +517,8 @@ TEST_CASE("policy fusion mask: rows that can never join their producer are maske
   const OpId cg_use = h.op("cg_use", OpKind::add, {cg, res}, OpRole::backward);
   const OpId xin = h.op("x_use", OpKind::relu, {x});
   const OpId mm = h.op("mm", OpKind::matmul, {relu});
+  const OpId red2 = h.op("red2", OpKind::reduce, {relu});
+  const OpId none = h.op("none", OpKind::mul, {red, red2, x});  // a reduction, a reduction, an input
   const OpGraph g = h.build();
   const auto pg = go::policy::PolicyGraph::from_graph(g);
   auto masked = [&](OpId v) { return pg.fusion_mask.f32()[pg.row_of[static_cast<std::size_t>(v)] * 2 + 1] != 0.f; };
@@ -527,11 +529,70 @@ TEST_CASE("policy fusion mask: rows that can never join their producer are maske
   CHECK(masked(bn));       // a norm is no epilogue
   CHECK_FALSE(masked(relu));
   CHECK_FALSE(masked(red));   // a reduction may end a group
-  CHECK(masked(after));    // its first input is a reduction
-  CHECK_FALSE(masked(res));   // a residual add (its other input is decode's business)
-  CHECK(masked(cg_use));   // its producer is a convolution gradient
+  CHECK_FALSE(masked(after));  // its first input is a reduction, its second a loop op it may join
+  CHECK_FALSE(masked(res));    // a residual add: both producers are candidates
+  CHECK_FALSE(masked(cg_use));  // its first producer is a convolution gradient, its second a loop op
+  CHECK(masked(none));          // no producer it could ever be in a group with
   CHECK(masked(xin));      // its producer is a graph input
   for (std::int64_t r = 0; r < pg.num_nodes; ++r) CHECK(pg.fusion_mask.f32()[r * 2] == 0.f);
+}
+
+TEST_CASE("decode: fuse into producers joins every producer on the op's device, in input order",
+          "[fusion][policy]") {
+  // A gated activation: gate = relu(m1) * elementwise(m2), two library kernels feeding it.
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId m1 = h.op("m1", OpKind::matmul, {x});
+  const OpId m2 = h.op("m2", OpKind::matmul, {x});
+  const OpId a = h.op("a", OpKind::relu, {m1});
+  const OpId b = h.op("b", OpKind::elementwise, {m2});
+  const OpId gate = h.op("gate", OpKind::mul, {a, b});
+  const OpId out = h.op("out", OpKind::add, {gate, gate});  // one producer read twice
+  const OpGraph g = h.build();
+  const auto pg = go::policy::PolicyGraph::from_graph(g);
+  const auto n = static_cast<std::int64_t>(g.num_ops());
+  auto actions = [&](std::vector<OpId> fuse, std::vector<OpId> on_device1) {
+    go::policy::Actions act{go::Tensor::zeros(go::Shape{n}, go::DType::i32), go::Tensor::zeros(go::Shape{n}, go::DType::i32),
+                            go::Tensor::zeros(go::Shape{n}, go::DType::i32)};
+    for (OpId v : fuse) act.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 1;
+    for (OpId v : on_device1) act.device.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 1;
+    return act;
+  };
+  auto group = [](const go::policy::Decision& d, OpId v) { return d.fusion_group[static_cast<std::size_t>(v)]; };
+
+  // gate joins both branches: one kernel {a, b, gate}, out joins it through its one producer
+  go::policy::Decision d = go::policy::decode(g, pg, actions({gate, out}, {}), 2);
+  CHECK(group(d, a) >= 0);
+  CHECK(group(d, b) == group(d, a));
+  CHECK(group(d, gate) == group(d, a));
+  CHECK(group(d, out) == group(d, a));
+  CHECK(group(d, m1) == -1);
+  CHECK(group(d, m2) == -1);
+  CHECK((d.fuse_requested == 2 && d.fused == 2 && d.num_groups == 1));
+  // the actions of that plan decode to the same groups
+  const go::Plan plan = go::policy::to_plan(d);
+  const go::policy::Actions back = go::policy::actions_from_plan(g, pg, plan, 8);
+  CHECK(go::policy::decode(g, pg, back, 2).fusion_group == d.fusion_group);
+
+  // epilogues first: a and b join their matmuls; gate then joins neither kernel, since an epilogue
+  // may read nothing from outside its group and gate reads the other branch (a rule refusal)
+  d = go::policy::decode(g, pg, actions({a, b, gate}, {}), 2);
+  CHECK(group(d, a) == group(d, m1));
+  CHECK(group(d, b) == group(d, m2));
+  CHECK(group(d, m2) != group(d, m1));
+  CHECK(group(d, gate) == -1);
+  CHECK((d.fused == 2 && d.refused_rule == 1 && d.num_groups == 2));
+
+  // b on another device: gate joins a only; with a there too, gate joins nothing and counts as
+  // refused for its first producer's reason
+  d = go::policy::decode(g, pg, actions({gate}, {b}), 2);
+  CHECK(group(d, gate) == group(d, a));
+  CHECK(group(d, gate) >= 0);
+  CHECK(group(d, b) == -1);
+  d = go::policy::decode(g, pg, actions({gate}, {a, b}), 2);
+  CHECK(group(d, gate) == -1);
+  CHECK((d.fused == 0 && d.refused_device == 1));
+  CHECK(go::check_plan(g, go::policy::to_plan(d), 2) == "");
 }
 
 TEST_CASE("decode: random actions on real graphs give valid or out-of-memory plans, never illegal fusion",

@@ -101,7 +101,7 @@ TEST_CASE("PolicyGraph: rows in topological order, graph-independent features, C
     const auto* rp = pg.preds.fwd.row_ptr.data<std::int64_t>();
     for (std::int64_t e = rp[r]; e < rp[r + 1]; ++e) CHECK(pg.preds.fwd.col_idx.data<std::int32_t>()[e] < r);
     CHECK(pg.fusion_mask.f32()[r * 2 + 1] ==
-          (g.in_degree(op) == 0 || !fusion_pair_possible(g, op, fusion_producer(g, op)) ? kMaskedLogit : 0.f));
+          (g.in_degree(op) == 0 || !fusion_action_possible(g, op) ? kMaskedLogit : 0.f));
   }
   CHECK_THROWS_WITH(PolicyGraph::from_arrays("bad", Tensor::zeros(Shape{3}, DType::i32),
                                              Tensor::zeros(Shape{3, kNumNumericFeatures}),

@@ -314,14 +314,22 @@ constexpr bool fusion_joins_producer(OpKind k, OpRole role = OpRole::forward) {
   return c == FusionClass::loop || c == FusionClass::reduction;
 }
 
-// The op that the policy's "fuse into producer" action merges v into: the producer of v's first
-// data input; for an op with only control inputs, its first predecessor; -1 for an op without
-// predecessors.
-inline OpId fusion_producer(const OpGraph& g, OpId v) {
+// The ops that the policy's "fuse into producers" action merges v with, in this order: the
+// producers of v's data inputs, first input first (a producer feeding two inputs comes twice);
+// for an op with only control inputs, its first predecessor; none for an op without predecessors.
+// Every data producer, not only the first input's: a gated activation (tanh(a) * sigmoid(b)) or a
+// residual add is one kernel with both branches, which a single producer link cannot express
+// (annealing's per-edge fusion found such groups 4% faster on WaveNet).
+template <typename F>
+inline void for_each_fusion_producer(const OpGraph& g, OpId v, F&& f) {
   auto ins = g.inputs(v);
-  if (!ins.empty()) return g.tensor(ins[0]).producer;
+  if (!ins.empty()) {
+    for (TensorId t : ins)
+      if (const OpId p = g.tensor(t).producer; p >= 0) f(p);
+    return;
+  }
   auto ps = g.pred(v);
-  return ps.empty() ? OpId(-1) : ps[0];
+  if (!ps.empty()) f(ps[0]);
 }
 
 // False when no legal group holds both v and its producer p (p a predecessor of v), whatever else
@@ -338,6 +346,14 @@ inline bool fusion_pair_possible(const OpGraph& g, OpId v, OpId p) {
     case FusionClass::library: return op.role == OpRole::forward && fusion_epilogue_kind(ov.kind);
     default: return false;
   }
+}
+
+// Whether the policy's "fuse into producers" action can ever merge v (its mask): some producer of
+// for_each_fusion_producer passes fusion_pair_possible.
+inline bool fusion_action_possible(const OpGraph& g, OpId v) {
+  bool any = false;
+  for_each_fusion_producer(g, v, [&](OpId p) { any = any || fusion_pair_possible(g, v, p); });
+  return any;
 }
 
 // Fusion groups built by merging, legal (the rules above) and acyclic (each group convex, no two

@@ -10,9 +10,10 @@
 //   2. priority[op] = the sampled level (higher runs first among ready ops); within a level, ops
 //      run in program order (tie = PolicyGraph::tie, added by to_plan) or first-ready
 //      (DecodeOptions::ties; by default the PolicyGraph's program_order flag).
-//   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producer"
-//      joins the group of its producer p (go::fusion_producer: the producer of its first data
-//      input; for an op with only control inputs, its first predecessor) when
+//   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producers"
+//      joins the group of each of its producers p in turn (go::for_each_fusion_producer: the
+//      producers of its data inputs, first input first; for an op with only control inputs, its
+//      first predecessor) when
 //        a. p is on v's device (after rule 1),
 //        b. the union is a kernel a compiler builds (go/graph/fusion_rules.hpp: e.g. no
 //           convolution gradient with an epilogue, no matmul into a matmul, nothing reading a
@@ -46,11 +47,12 @@ struct Decision {
   std::vector<std::int32_t> fusion_group;  // per OpId, -1 unfused
   std::int32_t num_devices = 0;
   // statistics of rule 3
-  std::int64_t fuse_requested = 0;     // ops whose action was "fuse into producer"
-  std::int64_t fused = 0;              // ... that joined their producer's group
-  std::int64_t refused_device = 0;     // ... refused because the producer is on another device
-  std::int64_t refused_rule = 0;       // ... refused because the group would break the fusion rules
-  std::int64_t refused_cycle = 0;      // ... refused because the merge would create a cycle (or budget)
+  std::int64_t fuse_requested = 0;     // ops whose action was "fuse into producers"
+  std::int64_t fused = 0;              // ... that joined a producer's group
+  // ... that joined none, by the first producer's reason:
+  std::int64_t refused_device = 0;     // the producer is on another device
+  std::int64_t refused_rule = 0;       // the group would break the fusion rules
+  std::int64_t refused_cycle = 0;      // the merge would create a cycle (or the search budget ran out)
   std::int64_t num_groups = 0;         // groups of two ops or more
 };
 
@@ -68,9 +70,10 @@ struct DecodeOptions {
 // (the integer part of each, which must be in [0, priority_levels): decoded plans carry a program-
 // order tie in [0, 1) on top of their level; a plan without priorities gives level 0
 // everywhere, which the simulator runs first-ready-first-run like no priorities), and "fuse into
-// producer" wherever an op shares a fusion group with its fusion_producer(). decode() of these
-// actions gives back the plan's devices and priorities; its fusion groups are the plan's wherever
-// every group is a chain of such producer links (true of the groups decode() itself builds).
+// producers" wherever an op shares a fusion group with one of its for_each_fusion_producer() ops.
+// decode() of these actions gives back the plan's devices and priorities; its fusion groups are
+// the plan's wherever each group holds every producer, on its device, of each member that joined
+// one (true of the groups decode() builds, and of the XLA-like heuristic's when nothing is refused).
 inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const Plan& p, int priority_levels) {
   const std::int32_t n = g.num_ops();
   GO_CHECK(pg.num_nodes == n, g.where(), "actions_from_plan: the policy graph has ", pg.num_nodes,
@@ -92,8 +95,9 @@ inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const 
       ap[r] = static_cast<std::int32_t>(level);
     }
     if (!p.fusion.empty() && p.fusion[i] >= 0) {
-      const OpId q = fusion_producer(g, v);
-      af[r] = q >= 0 && p.fusion[static_cast<std::size_t>(q)] == p.fusion[i] ? 1 : 0;
+      bool joined = false;
+      for_each_fusion_producer(g, v, [&](OpId q) { joined = joined || p.fusion[static_cast<std::size_t>(q)] == p.fusion[i]; });
+      af[r] = joined ? 1 : 0;
     }
   }
   return a;
@@ -145,18 +149,25 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   for (OpId v : topo) {
     if (af[pg.row_of[static_cast<std::size_t>(v)]] != 1) continue;
     ++d.fuse_requested;
-    const OpId p = fusion_producer(g, v);
-    if (p < 0) continue;  // masked by the policy; nothing to fuse into
-    if (d.device[static_cast<std::size_t>(p)] != d.device[static_cast<std::size_t>(v)]) {
-      ++d.refused_device;
-      continue;
-    }
-    switch (groups.merge(p, v)) {
-      case FusionGroups::Merge::merged: ++d.fused; break;
-      case FusionGroups::Merge::same_group: break;  // cannot happen: v is alone until visited
-      case FusionGroups::Merge::refused_rule: ++d.refused_rule; break;
-      case FusionGroups::Merge::refused_cycle: ++d.refused_cycle; break;
-    }
+    const std::int32_t dv = d.device[static_cast<std::size_t>(v)];
+    bool joined = false;
+    std::int64_t* first_refusal = nullptr;
+    for_each_fusion_producer(g, v, [&](OpId p) {
+      std::int64_t* refusal = nullptr;
+      if (d.device[static_cast<std::size_t>(p)] != dv) {
+        refusal = &d.refused_device;
+      } else {
+        switch (groups.merge(p, v)) {
+          case FusionGroups::Merge::merged: joined = true; break;
+          case FusionGroups::Merge::same_group: break;  // a producer feeding two inputs, or one the group holds
+          case FusionGroups::Merge::refused_rule: refusal = &d.refused_rule; break;
+          case FusionGroups::Merge::refused_cycle: refusal = &d.refused_cycle; break;
+        }
+      }
+      if (!first_refusal) first_refusal = refusal;
+    });
+    if (joined) ++d.fused;
+    else if (first_refusal) ++*first_refusal;
   }
   d.fusion_group = groups.fusion();
   d.num_groups = groups.num_groups();

@@ -13,15 +13,16 @@
 //                           role one-hot (forward, backward, update)
 //   preds    CsrPair        row r's predecessors (as rows), duplicates kept, control edges included
 //   succs    CsrPair        row r's successors
-//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producer" for rows that can never join their
+//   fusion_mask f32 [n, 2]  0, or -1e9 on "fuse into producers" for rows that can never join a
 //                           producer's group legally (go/graph/fusion_rules.hpp): rows without a
 //                           predecessor, ops that never join a producer (library, alone and source
-//                           ops), and (from_graph) ops whose fusion_producer() is a source, an alone
-//                           op, a reduction or a library kernel they cannot follow as an epilogue
-//                           (fusion_pair_possible). What the mask leaves open may still be refused
-//                           by decode()'s repair, which sees the groups.
+//                           ops), and (from_graph) ops none of whose for_each_fusion_producer() ops
+//                           can be in a group with them (fusion_action_possible: sources, alone
+//                           ops, reductions, library kernels they cannot follow as an epilogue).
+//                           What the mask leaves open may still be refused by decode()'s repair,
+//                           which sees the groups.
 //   anchor_*    i32 [n]     optional: the actions of an anchor plan per row (device, priority level,
-//                           fuse into producer), set by set_anchor() (go/rl/anchor.hpp computes them
+//                           fuse into producers), set by set_anchor() (go/rl/anchor.hpp computes them
 //                           for a cluster); the policy reads them when its config has "anchor"
 //   tie      f32 per op     [0, 1), larger earlier in go::program_order (from_graph; empty from
 //                           from_arrays): decode's plans run ops of equal priority level in program
@@ -137,8 +138,7 @@ struct PolicyGraph {
           std::min(below_one, static_cast<float>(static_cast<double>(n - 1 - k) / static_cast<double>(n)));
     for (std::int64_t r = 0; r < n; ++r) {
       const OpId v = pg.order[static_cast<std::size_t>(r)];
-      const OpId p = fusion_producer(g, v);
-      if (p >= 0 && !fusion_pair_possible(g, v, p)) pg.fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
+      if (!fusion_action_possible(g, v)) pg.fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
     }
     return pg;
   }

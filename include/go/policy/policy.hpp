@@ -23,7 +23,8 @@
 //
 // Placement works for any number of devices D in [1, max_devices] with the same weights: the
 // logits are scores against the first D learned device embeddings (the others are masked out).
-// Fusion: action 1 = "fuse into producer", 0 = not; masked for rows without a predecessor.
+// Fusion: action 1 = "fuse into producers" (go/policy/decode.hpp), 0 = not; masked for rows that
+// can never join a producer (PolicyGraph::fusion_mask).
 //
 // forward() samples (seeded), decodes greedily, or takes given actions (teacher forcing, for
 // PPO's re-evaluation of stored actions), and returns the differentiable per-row joint
@@ -407,7 +408,7 @@ class GoPolicy : public nn::Module {
     check(a.fuse, "fusion", 2);
     for (std::int64_t i = 0; i < n; ++i)
       GO_CHECK(a.fuse.data<std::int32_t>()[i] == 0 || g.fusion_mask.f32()[i * 2 + 1] == 0.f, "GoPolicy: given fusion "
-               "action 1 (fuse into producer) for row ", i, ", which has no predecessor");
+               "action 1 (fuse into producers) for row ", i, ", which its fusion mask forbids");
   }
 
   PolicyConfig cfg_;
