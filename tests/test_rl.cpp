@@ -430,6 +430,64 @@ TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") 
   CHECK(improved == seeds);
 }
 
+// With reanchor, every improvement of the best plan becomes the anchor the policy reads: decoding
+// the anchor gives the best plan found so far; without it the anchor stays the heuristic's. A run
+// resumed from a checkpoint carries the moved anchor and ends as the uninterrupted one.
+TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a checkpoint", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  auto config = [](bool reanchor) {
+    TrainConfig c = tiny_config(3);
+    c.policy.anchor = true;
+    c.anchor_placements = "default";
+    c.policy.anchor_bias = 2.f;
+    c.updates = 12;
+    c.reanchor = reanchor;
+    return c;
+  };
+  auto anchor_plan = [&](const GraphTask& t) {
+    return policy::to_plan(policy::decode(g, t.pg, {t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse}, 2));
+  };
+  const Simulator sim(g, cl);
+  {
+    PpoTrainer t(config(true), {g}, cl);
+    const double heuristic = t.task(0).anchor_step_time;
+    int moved = 0;
+    t.train([&](const UpdateStats&) {
+      const double at_anchor = sim.simulate(anchor_plan(t.task(0))).step_time;
+      CHECK(at_anchor == t.task(0).best_step_time);  // the anchor is the best plan so far
+      moved += at_anchor < heuristic ? 1 : 0;
+    });
+    CHECK(t.task(0).best_step_time < heuristic * 0.8);
+    CHECK(moved > 0);
+  }
+  {
+    PpoTrainer t(config(false), {g}, cl);
+    const Plan first = anchor_plan(t.task(0));
+    t.train();
+    CHECK(t.task(0).best_step_time < t.task(0).anchor_step_time);
+    CHECK(anchor_plan(t.task(0)).device == first.device);  // learned past, but the anchor did not move
+  }
+  // resume: the checkpoint holds the moved anchor
+  const std::string ck = temp_path("reanchor.goparams");
+  TrainConfig c = config(true);
+  c.updates = 6;
+  PpoTrainer full(c, {g}, cl);
+  full.train();
+  {
+    PpoTrainer a(c, {g}, cl);
+    for (int u = 0; u < 3; ++u) a.update();
+    a.save_checkpoint(ck);
+  }
+  PpoTrainer b(c, {g}, cl);
+  b.load_checkpoint(ck);
+  b.train();
+  CHECK(same_parameters(*full.policy(), *b.policy()));
+  CHECK(full.task(0).best_step_time == b.task(0).best_step_time);
+  CHECK(anchor_plan(full.task(0)).device == anchor_plan(b.task(0)).device);
+  std::filesystem::remove(ck);
+}
+
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
   const OpGraph g = two_chains(6);
   const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);

@@ -34,6 +34,9 @@
 //     "colocate": true,            // decoding honours colocation groups
 //     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
+//     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
+//                                  // actions become its anchor, so later samples start from the best
+//                                  // plan found rather than from the heuristic (fine-tuning sets it)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -85,6 +88,7 @@ struct TrainConfig {
   bool training = false;
   bool colocate = true;
   std::string anchor_placements = kAnchorPlacements;
+  bool reanchor = false;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -166,6 +170,7 @@ struct TrainConfig {
             {"training", training},
             {"colocate", colocate},
             {"anchor_placements", anchor_placements},
+            {"reanchor", reanchor},
             {"threads", threads},
             {"checkpoint_every", checkpoint_every},
             {"seed", seed}};
@@ -209,6 +214,7 @@ struct TrainConfig {
       else if (k == "training") f.boolean(c.training);
       else if (k == "colocate") f.boolean(c.colocate);
       else if (k == "anchor_placements") f.string(c.anchor_placements);
+      else if (k == "reanchor") f.boolean(c.reanchor);
       else if (k == "threads") f.integer(c.threads);
       else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
       else if (k == "seed") f.seed(c.seed);
@@ -216,7 +222,8 @@ struct TrainConfig {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, threads, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, "
+                       "threads, "
                        "checkpoint_every, seed)");
       }
     }

@@ -630,6 +630,15 @@ class PpoTrainer {
     st.approx_kl = kl_sum / static_cast<double>(n_fwd);
     st.clip_fraction = cf_sum / static_cast<double>(n_fwd);
     st.grad_norm = gn_sum / static_cast<double>(n_steps);
+    // 7. with reanchor, a graph's new best plan becomes its anchor (after the epochs, which needed
+    // the anchor the samples were drawn with); every rank holds every sample's actions
+    if (cfg_.reanchor && cfg_.policy.anchor)
+      for (std::size_t j : new_best) {
+        const Sample& s = samples[j];
+        GraphTask& t = *tasks_[s.graph];
+        if (t.best_step_time != s.step_time) continue;
+        t.pg.set_anchor(s.actions.device.clone(), s.actions.priority.clone(), s.actions.fuse.clone());
+      }
     ++updates_done_;
     const auto t_end = std::chrono::steady_clock::now();
     st.seconds = std::chrono::duration<double>(t_end - t0).count();
@@ -679,6 +688,14 @@ class PpoTrainer {
                         {"samples", g.samples},
                         {"invalid", g.invalid},
                         {"best", best}});
+      if (cfg_.reanchor && g.pg.has_anchor()) {  // moved by the updates: a resumed run needs it
+        auto ints = [](const Tensor& a) {
+          return std::vector<std::int32_t>(a.data<std::int32_t>(), a.data<std::int32_t>() + a.numel());
+        };
+        graphs.back()["anchor"] = {{"device", ints(g.pg.anchor_device)},
+                                   {"priority", ints(g.pg.anchor_priority)},
+                                   {"fuse", ints(g.pg.anchor_fuse)}};
+      }
     }
     nlohmann::json meta = {{"format", "go-ppo-checkpoint"},
                            {"version", 1},
@@ -758,6 +775,18 @@ class PpoTrainer {
           g.best_plan.priority = b.at("priority").get<std::vector<float>>();
           g.best_plan.fusion = b.at("fusion").get<std::vector<std::int32_t>>();
           check_plan_sizes(g.best_plan, g.graph->num_ops(), path + ": best plan: ");
+        }
+        if (j.contains("anchor") && g.pg.has_anchor()) {
+          const auto& an = j.at("anchor");
+          auto tensor = [&](const char* key) {
+            const auto v = an.at(key).get<std::vector<std::int32_t>>();
+            GO_CHECK(static_cast<std::int64_t>(v.size()) == g.pg.num_nodes, path, ": graph ", i, "'s anchor has ",
+                     v.size(), " ", key, " actions for ", g.pg.num_nodes, " ops");
+            Tensor t = Tensor::empty(Shape{g.pg.num_nodes}, DType::i32);
+            std::copy(v.begin(), v.end(), t.data<std::int32_t>());
+            return t;
+          };
+          g.pg.set_anchor(tensor("device"), tensor("priority"), tensor("fuse"));
         }
       }
       updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
