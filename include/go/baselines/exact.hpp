@@ -48,8 +48,9 @@
 // ops first, then topological order); no fusion.
 // Solve loop (contention added lazily, as the pairs of all jobs would be too many rows): solve;
 // simulate the plan; when it simulates above the objective, every transfer that waited for a channel
-// in that run adds its pair with each transfer holding a common channel while it waited, and the
-// MILP is solved again, from the best simulated run so far, in the time left. It stops when the
+// in that run adds its pair with each transfer holding a common channel while it waited, and so do
+// the plan's transfers that would overlap on a common channel if each left at its request in the
+// MILP's schedule; the MILP is solved again, from the best simulated run so far, in the time left. It stops when the
 // plan simulates to the objective ("converged"), when a run adds no pair, or at the time limit.
 // The plan returned is the best simulated one of the loop (and the starts).
 //
@@ -270,6 +271,31 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
         if (&h != &w && h.start < w.start && h.end > w.request && share_channel(c.channels, w.src, w.dst, h.src, h.dst))
           added |= ct.add(ct.job(w.x, w.dst), ct.job(h.x, h.dst));
     }
+    // and, ahead of the simulator, the MILP plan's transfers that overlap on a common channel when
+    // each leaves at its request (fewer rounds)
+    struct Active {
+      std::int32_t x, src, dst;
+      double request, end;
+    };
+    std::vector<Active> act;
+    for (std::size_t xi = 0; xi < pb.xfers.size(); ++xi) {
+      const Problem::Xfer& xf = pb.xfers[xi];
+      const auto u = static_cast<std::size_t>(xf.u);
+      const std::int32_t s = r.dev[u];
+      std::vector<char> sent(K, 0);
+      for (OpId w : xf.readers) {
+        const std::int32_t d = r.dev[static_cast<std::size_t>(w)];
+        if (d == s || sent[static_cast<std::size_t>(d)]) continue;
+        sent[static_cast<std::size_t>(d)] = 1;
+        const double req = r.start[u] + pb.p(xf.u, s);
+        act.push_back({static_cast<std::int32_t>(xi), s, d, req, req + c.transfer_time(s, d, xf.bytes)});
+      }
+    }
+    for (std::size_t i = 0; i < act.size(); ++i)
+      for (std::size_t j = i + 1; j < act.size(); ++j)
+        if (act[i].request < act[j].end - tol * r.objective && act[j].request < act[i].end - tol * r.objective &&
+            share_channel(c.channels, act[i].src, act[i].dst, act[j].src, act[j].dst))
+          added |= ct.add(ct.job(act[i].x, act[i].dst), ct.job(act[j].x, act[j].dst));
     if (!added) break;
   }
   out.channel_pairs = static_cast<std::int32_t>(ct.pairs.size());
