@@ -488,6 +488,48 @@ TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a c
   std::filesystem::remove(ck);
 }
 
+// Block moves: a nearly deterministic anchored policy (head start 10: a row leaves the anchor's
+// device with probability ~5e-5) that keeps every op on device 0 finds the split of the two chains
+// only through block moves, and the moved rows stay out of PPO's ratio: on the update's first
+// gradient step the parameters are those that drew the samples, so every kept row's ratio is
+// exactly 1 (no clipping, no KL), which a moved row's (its old log-probability is of another device)
+// would not be.
+TEST_CASE("PPO with block moves: whole runs of rows moved, out of the ratio, deterministic", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  auto config = [](double block_moves) {
+    TrainConfig c = tiny_config(5);
+    c.policy.anchor = true;
+    c.anchor_placements = "default";
+    c.policy.anchor_bias = 10.f;
+    c.updates = 3;
+    c.epochs = 1;
+    c.minibatch = c.samples;  // one gradient step per update, taken at the sampling parameters
+    c.block_moves = block_moves;
+    return c;
+  };
+  PpoTrainer with(config(1.0), {g}, cl);
+  const double anchor = with.task(0).anchor_step_time;
+  std::vector<UpdateStats> stats;
+  with.train([&](const UpdateStats& st) { stats.push_back(st); });
+  CHECK(with.task(0).best_step_time < anchor * 0.8);
+  for (const UpdateStats& st : stats) {
+    CHECK(st.clip_fraction == 0.0);
+    CHECK(st.approx_kl == Approx(0.0).margin(1e-9));
+  }
+  PpoTrainer without(config(0.0), {g}, cl);
+  without.train();
+  CHECK(without.task(0).best_step_time == anchor);  // per-row sampling stays on the anchor
+  // the same seed gives the same run, whatever the thread count
+  TrainConfig one_thread = config(1.0);
+  one_thread.threads = 1;
+  PpoTrainer again(one_thread, {g}, cl);
+  again.train();
+  CHECK(same_parameters(*with.policy(), *again.policy()));
+  CHECK(again.task(0).best_plan.device == with.task(0).best_plan.device);
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"block_moves": 1.5})"), Catch::Contains("block_moves"));
+}
+
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
   const OpGraph g = two_chains(6);
   const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);

@@ -37,6 +37,8 @@
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
+//     "block_moves": 0.0,          // fraction of samples whose devices on a random run of rows are set
+//                                  // to one random device (annealing's move; those rows leave the ratio)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -89,6 +91,7 @@ struct TrainConfig {
   bool colocate = true;
   std::string anchor_placements = kAnchorPlacements;
   bool reanchor = false;
+  double block_moves = 0.0;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -122,6 +125,7 @@ struct TrainConfig {
              "', expected neg_sqrt or neg_ratio");
     GO_CHECK(invalid_reward < min_valid_reward, "train config: \"invalid_reward\" ", invalid_reward,
              " must be below \"min_valid_reward\" ", min_valid_reward);
+    GO_CHECK(block_moves >= 0 && block_moves <= 1, "train config: \"block_moves\" is ", block_moves, ", must be in [0, 1]");
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
     GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
     {
@@ -171,6 +175,7 @@ struct TrainConfig {
             {"colocate", colocate},
             {"anchor_placements", anchor_placements},
             {"reanchor", reanchor},
+            {"block_moves", block_moves},
             {"threads", threads},
             {"checkpoint_every", checkpoint_every},
             {"seed", seed}};
@@ -215,6 +220,7 @@ struct TrainConfig {
       else if (k == "colocate") f.boolean(c.colocate);
       else if (k == "anchor_placements") f.string(c.anchor_placements);
       else if (k == "reanchor") f.boolean(c.reanchor);
+      else if (k == "block_moves") f.number(c.block_moves);
       else if (k == "threads") f.integer(c.threads);
       else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
       else if (k == "seed") f.seed(c.seed);
@@ -222,7 +228,7 @@ struct TrainConfig {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, block_moves, "
                        "threads, "
                        "checkpoint_every, seed)");
       }

@@ -377,6 +377,7 @@ class PpoTrainer {
       policy::Actions actions;
       Tensor old_log_prob;    // [n]
       double value = 0;
+      std::int64_t moved_begin = 0, moved_end = 0;  // rows of a block move: out of the loss
       Plan plan;
       SimResult result;       // (only on the rank that simulated it)
       double reward = 0, advantage = 0;
@@ -408,6 +409,8 @@ class PpoTrainer {
           s.actions = out.actions;
           s.old_log_prob = out.log_prob.value().clone();
           s.value = out.value.value().item();
+          block_move(s.actions, s.moved_begin, s.moved_end, t.sim->cluster().num_devices(),
+                     urng.fork((1ull << 62) | (static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
         }
         j0 = j1;
       }
@@ -447,6 +450,11 @@ class PpoTrainer {
           broadcast_tensor(*comm_, s.actions.priority, r);
           broadcast_tensor(*comm_, s.actions.fuse, r);
           broadcast_tensor(*comm_, s.old_log_prob, r);
+          if (r != rank) {  // the block is drawn from the update's rng: every rank draws the same
+            policy::Actions scratch{s.actions.device.clone(), s.actions.priority, s.actions.fuse};
+            block_move(scratch, s.moved_begin, s.moved_end, tasks_[s.graph]->sim->cluster().num_devices(),
+                       urng.fork((1ull << 62) | (static_cast<std::uint64_t>(s.graph) << 32) | (j % static_cast<std::size_t>(K))));
+          }
           if (r == rank) {
             outcome[4 * j] = s.reward;
             outcome[4 * j + 1] = s.value;
@@ -573,20 +581,29 @@ class PpoTrainer {
             Variable old(s.old_log_prob);
             Variable pg_loss;
             double kl = 0, cf = 0;
+            // rows a block move set are no draw of the policy: they leave the ratio
+            const std::int64_t n = out.log_prob.value().numel(), moved = s.moved_end - s.moved_begin;
+            Variable keep;
+            if (moved > 0) {
+              Tensor k = Tensor::full(Shape{n}, 1.f);
+              std::fill(k.f32() + s.moved_begin, k.f32() + s.moved_end, 0.f);
+              keep = Variable(k);
+            }
+            auto kept = [&](const Variable& v) { return keep.defined() ? mul(v, keep) : v; };
             if (cfg_.ratio == "node") {
               Variable ratio = exp(out.log_prob - old);  // [n]
               Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-              pg_loss = -mean(surr);
+              pg_loss = -scale(sum(kept(surr)), 1.f / static_cast<float>(n - moved));
               const float* rp = ratio.value().f32();
-              const std::int64_t n = ratio.numel();
               for (std::int64_t i = 0; i < n; ++i) {
+                if (i >= s.moved_begin && i < s.moved_end) continue;
                 kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
                 cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
               }
-              kl /= static_cast<double>(n);
-              cf /= static_cast<double>(n);
+              kl /= static_cast<double>(n - moved);
+              cf /= static_cast<double>(n - moved);
             } else {
-              Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
+              Variable lr = clamp(sum(kept(out.log_prob)) - sum(kept(old)), -20.f, 20.f);
               Variable ratio = exp(lr);
               Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
               pg_loss = -surr;
@@ -805,6 +822,27 @@ class PpoTrainer {
   }
 
  private:
+  // With probability block_moves, a sample's devices on a run of rows (topological order; start
+  // uniform, length log-uniform in [1, n / D]) are set to one random device, the move annealing
+  // makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
+  // transfers. Those rows are then no draw of the policy and leave PPO's ratio ([begin, end)).
+  void block_move(policy::Actions& a, std::int64_t& begin, std::int64_t& end, int num_devices, Rng r) const {
+    begin = end = 0;
+    if (cfg_.block_moves <= 0 || num_devices < 2 || r.uniform_double() >= cfg_.block_moves) return;
+    const std::int64_t n = a.device.numel();
+    if (n < 2) return;
+    const double log_max = std::log(std::max(1.0, static_cast<double>(n) / num_devices));
+    const auto len = static_cast<std::int64_t>(std::exp(r.uniform_double() * log_max));
+    begin = static_cast<std::int64_t>(r.uniform_int(static_cast<std::uint64_t>(n)));
+    end = std::min(n - 1, begin + std::max<std::int64_t>(1, len));  // at least one row stays in the ratio
+    if (end <= begin) {
+      begin = end = 0;
+      return;
+    }
+    const auto d = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
+    a.device = a.device.clone();
+    std::fill(a.device.data<std::int32_t>() + begin, a.device.data<std::int32_t>() + end, d);
+  }
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
@@ -812,9 +850,10 @@ class PpoTrainer {
   }
 
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
+  // METIS draws with the run's seed, so fine-tuning with seed s starts from best-heuristic's plan of s.
   void init_anchor(GraphTask& t) const {
     const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
-                                cfg_.anchor_placements, 0, &t.trace);
+                                cfg_.anchor_placements, cfg_.seed, &t.trace);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
     if (a.result.valid) {
