@@ -257,6 +257,20 @@ TEST_CASE("exact: receives on one device queue on its channel, per the channel m
   CHECK(f.converged);
   CHECK(f.objective * 1e3 == Approx(5.0 + transfer_ms(1'000'000)));
   CHECK(simulated_ms(g, c, f.plan) == Approx(6.1));
+  // Duplex on 4 devices: still 7.2 (j alone on the fourth device waits for three copies, 8.3). The
+  // first solve (6.1 ms, no channel rows) queues in the simulator; the two tensors that met then get
+  // rows for every two destinations (16 job pairs), so the next solve cannot meet the same queue on
+  // other devices. It can with another two tensors (j beside another producer): one round each.
+  const go::Cluster c4 = test_cluster(4);
+  const go::ExactSolution h = go::exact_solve(g, c4);
+  CHECK(h.optimal);
+  CHECK(h.converged);
+  CHECK(h.objective * 1e3 == Approx(5.0 + 2 * transfer_ms(1'000'000)));
+  CHECK(h.simulated * 1e3 == Approx(7.2));
+  CHECK(simulated_ms(g, c4, h.plan) == Approx(7.2));
+  CHECK(h.channel_pairs % 16 == 0);
+  CHECK(h.channel_pairs <= 3 * 16);
+  CHECK(h.rounds <= 4);
 }
 
 TEST_CASE("exact: two tensors of one producer to one device leave in tensor order", "[exact]") {

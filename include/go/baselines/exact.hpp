@@ -16,18 +16,22 @@
 //             else delay >= T(d1, d2) (x[v][d1] + x[w][d2] - 1) for every ordered pair d1 != d2.
 //   no overlap  for every two ops that no path orders (reachability) and not both of zero time
 //             (the simulator runs zero-time ops on the device's stream too): s >= x[u][d] + x[v][d] - 1
-//             (same device) and an ordering binary o: S_u + p_u <= S_v + M (1 - o) + M (1 - s) and
-//             S_v + p_v <= S_u + M o + M (1 - s), M = the step time of the best simulated plan (C <= M)
+//             (same device) and an ordering binary o: S_u + p_u <= S_v + M_uv (1 - o) + M_uv (1 - s)
+//             and the converse, with C <= H, the step time of the best simulated plan, and every
+//             S_v within [head_v, H - tail_v] (the longest paths before and from v, cheapest op
+//             times, no transfers), so M_uv = u's latest end - v's earliest start
 //   channels  for the transfer jobs (tensor t of producer v, destination device d) of a set grown
 //             lazily (below): start R >= S_v + p_v (requested when v completes), active
 //             a >= x[w][d] - x[v][d] for each reader w of t, duration D = transfer_time(dev(v), d) a,
 //             S_w >= R + D - M (1 - x[w][d]). For a pair of jobs that can hold a common channel
 //             (Cluster::channels: duplex, the same sender or the same destination; shared, any common
 //             end; sender, the same sender) h >= "both active on a common channel" (from a and x) and
-//             an ordering binary o: R_1 + D_1 <= R_2 + M (1 - o) + M (1 - h), the converse with o, and
-//             the channels' request order: o = 1 only if S_v1 + p_v1 <= S_v2 + p_v2 (when h). Two
-//             tensors of one producer go in tensor order (o fixed), one tensor to two devices in the
-//             order of their first readers (op ids), as the simulator sends them.
+//             an ordering binary o: R_1 + D_1 <= R_2 + M (1 - o) + M (1 - h) and the converse. Pairs
+//             come as pairs of tensors, with a job pair for every two destinations. Tensors of two
+//             producers share one o for all their job pairs, the channels' request order:
+//             S_v1 + p_v1 <= S_v2 + p_v2 + M (1 - o) and the converse (fixed when a path orders the
+//             producers). Two tensors of one producer go in tensor order (o fixed), one tensor to
+//             two devices in the order of their first readers (op ids), as the simulator sends them.
 //   memory    per device: the list schedulers' static estimate (detail::base::op_footprint:
 //             parameters + outputs + scratch, all for the whole step) of its ops, plus the bytes of
 //             every tensor it receives from another device (r >= x[consumer][d] - x[producer][d]),
@@ -39,18 +43,20 @@
 //             copied to every device fits the smallest device.
 //   symmetry  when the devices are identical (spec, memory, every link alike), devices are numbered
 //             in the order of their first unit (by topological position).
-// Times are scaled so that M is 1000 (CBC's tolerances are absolute).
+// Times are scaled so that H is 1000 (CBC's tolerances are absolute); M is H.
 // Starts: the default plan and the heft, m-etf, m-sct and m-topo plans (that fit the memory rows,
 // when they are in), simulated; the best one's simulated run is CBC's MIP start (a feasible point,
-// see below) and gives M. When it already meets the lower bound max(critical path, total work /
+// see below) and gives H. When it already meets the lower bound max(critical path, total work /
 // devices) of the cheapest device times, it is returned without CBC.
 // Plan: each op's device; priorities from the start times (earlier first; at one instant zero-time
 // ops first, then topological order); no fusion.
 // Solve loop (contention added lazily, as the pairs of all jobs would be too many rows): solve;
 // simulate the plan; when it simulates above the objective, every transfer that waited for a channel
-// in that run adds its pair with each transfer holding a common channel while it waited, and so do
-// the plan's transfers that would overlap on a common channel if each left at its request in the
-// MILP's schedule; the MILP is solved again, from the best simulated run so far, in the time left. It stops when the
+// in that run adds its tensor pair with each transfer holding a common channel while it waited, and
+// so do the plan's transfers that would overlap on a common channel if each left at its request in
+// the MILP's schedule. Whole tensor pairs, as a pair for the two destinations where they met lets
+// the next solve move the readers to other (often identical) devices and meet there again, one
+// round per relabelling. The MILP is solved again, from the best simulated run so far, in the time left. It stops when the
 // plan simulates to the objective ("converged"), when a run adds no pair, or at the time limit.
 // The plan returned is the best simulated one of the loop (and the starts).
 //
@@ -269,7 +275,7 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
       if (w.start <= w.request + tol * q.step) continue;
       for (const Replay::Transfer& h : q.transfers)
         if (&h != &w && h.start < w.start && h.end > w.request && share_channel(c.channels, w.src, w.dst, h.src, h.dst))
-          added |= ct.add(ct.job(w.x, w.dst), ct.job(h.x, h.dst));
+          added |= ct.add_tensors(w.x, h.x, pb.k);
     }
     // and, ahead of the simulator, the MILP plan's transfers that overlap on a common channel when
     // each leaves at its request (fewer rounds)
@@ -295,7 +301,7 @@ inline ExactSolution solve_model(const Problem& pb, bool with_memory, double sec
       for (std::size_t j = i + 1; j < act.size(); ++j)
         if (act[i].request < act[j].end - tol * r.objective && act[j].request < act[i].end - tol * r.objective &&
             share_channel(c.channels, act[i].src, act[i].dst, act[j].src, act[j].dst))
-          added |= ct.add(ct.job(act[i].x, act[i].dst), ct.job(act[j].x, act[j].dst));
+          added |= ct.add_tensors(act[i].x, act[j].x, pb.k);
     if (!added) break;
   }
   out.channel_pairs = static_cast<std::int32_t>(ct.pairs.size());

@@ -36,6 +36,16 @@ struct Contention {
     if (a == b) return false;
     return pairs.emplace(std::min(a, b), std::max(a, b)).second;
   }
+  // Tensors x and y contend: the pairs of their jobs to every two destinations (of k devices). A
+  // pair for the destinations where they met only would let the next solve move the readers to
+  // other devices (identical ones, often) and meet again there, one round per relabelling.
+  bool add_tensors(std::int32_t x, std::int32_t y, std::int32_t k) {
+    bool added = false;
+    for (std::int32_t a = 0; a < k; ++a)
+      for (std::int32_t b = 0; b < k; ++b)
+        if (x != y || a != b) added |= add(job(x, a), job(y, b));
+    return added;
+  }
 };
 
 struct MilpResult {
@@ -70,16 +80,24 @@ class Milp {
       idx.push_back(p.o);
       val.push_back(r.start[u] < r.start[v] || (r.start[u] == r.start[v] && r.finish[u] <= r.finish[v]) ? 1 : 0);
     }
-    std::vector<const Replay::Transfer*> of(ct_.jobs.size(), nullptr);
-    for (const Replay::Transfer& t : r.transfers)
-      if (auto it = ct_.at.find({t.x, t.dst}); it != ct_.at.end()) of[static_cast<std::size_t>(it->second)] = &t;
     for (const JobPair& p : job_pairs_) {
+      if (p.shared) continue;
       idx.push_back(p.o);
-      const Replay::Transfer* a = of[static_cast<std::size_t>(p.i)];
-      const Replay::Transfer* b = of[static_cast<std::size_t>(p.j)];
       if (p.fixed >= 0) val.push_back(p.fixed);
-      else if (p.same_tensor) val.push_back(first_reader_on(p, dev) == jobs_[static_cast<std::size_t>(p.i)].d ? 1 : 0);
-      else val.push_back(a && b && (a->start < b->start || (a->start == b->start && a->end <= b->end)) ? 1 : 0);
+      else val.push_back(first_reader_on(p, dev) == jobs_[static_cast<std::size_t>(p.i)].d ? 1 : 0);
+    }
+    // tensors of two producers: the run's request order (its transfers are listed in it), else
+    // the producers' completion order
+    std::vector<std::int32_t> first(pb_.xfers.size(), -1);
+    for (std::size_t i = 0; i < r.transfers.size(); ++i)
+      if (first[static_cast<std::size_t>(r.transfers[i].x)] < 0) first[static_cast<std::size_t>(r.transfers[i].x)] = static_cast<std::int32_t>(i);
+    for (const auto& [key, o] : tensor_order_) {
+      const auto [xa, xb] = key;
+      const std::int32_t ia = first[static_cast<std::size_t>(xa)], ib = first[static_cast<std::size_t>(xb)];
+      const double fa = r.finish[static_cast<std::size_t>(pb_.xfers[static_cast<std::size_t>(xa)].u)];
+      const double fb = r.finish[static_cast<std::size_t>(pb_.xfers[static_cast<std::size_t>(xb)].u)];
+      idx.push_back(o);
+      val.push_back(ia >= 0 && ib >= 0 ? (ia < ib ? 1 : 0) : (fa <= fb ? 1 : 0));
     }
     return {idx, val};
   }
@@ -161,6 +179,8 @@ class Milp {
     int o;
     int fixed;          // same producer, other tensors: the simulator's order (tensor order), else -1
     bool same_tensor;   // one tensor to two devices: the order of their first readers
+    bool shared = false;  // two producers: o is their tensors' tensor_order_ column
+    bool flip = false;    // ... and i's tensor is the later one of that key: i first is 1 - o
   };
 
   const Problem& pb_;
@@ -172,9 +192,13 @@ class Milp {
   std::vector<char> integer_;
   std::vector<Row> rows_;
   std::vector<int> xbase_, S_;
+  std::vector<double> slo_, shi_;  // bounds of S_, model units
   std::vector<OpPair> op_pairs_;
   std::vector<JobCols> jobs_;
   std::vector<JobPair> job_pairs_;
+  // (tensor a < tensor b) of two producers -> o: a's jobs go first on every channel they share
+  // with b's. The channels serve requests in order, so one order holds for every destination.
+  std::map<std::pair<std::int32_t, std::int32_t>, int> tensor_order_;
 
   int col(double lb, double ub, bool is_int, double o = 0) {
     collb_.push_back(lb);
@@ -196,6 +220,10 @@ class Milp {
         }
     rows_.push_back(std::move(r));
   }
+  double pmax(OpId v) const {
+    const auto& cv = pb_.cost[static_cast<std::size_t>(v)];
+    return *std::max_element(cv.begin(), cv.end()) * scale_;
+  }
   int x(OpId v, std::int32_t d) const { return xbase_[static_cast<std::size_t>(pb_.unit[static_cast<std::size_t>(v)])] + d; }
   // adds p_v (scaled) with sign `sign` to row r; returns the constant part
   double add_p(Row& r, OpId v, double sign) {
@@ -207,6 +235,12 @@ class Milp {
         r.val.push_back(sign * cv[static_cast<std::size_t>(d)] * scale_);
       }
     return 0.0;
+  }
+  // adds coef * (p.i first) to row r
+  static void add_first(Row& r, const JobPair& p, double coef) {
+    r.idx.push_back(p.o);
+    r.val.push_back(p.flip ? -coef : coef);
+    if (p.flip) r.hi -= coef;
   }
   // adds sign * (the job's duration) to row r
   void add_duration(Row& r, const JobCols& j, double sign) const {
@@ -243,8 +277,27 @@ class Milp {
       }
       row(std::move(r));
     }
+    // S_v within [head_v, H - tail_v] (each op at its cheapest, no transfer): every schedule of
+    // makespan <= H has its starts there, and the bounds give each big-M its pair's own span
+    std::vector<double> head(static_cast<std::size_t>(pb_.n), 0.0), tail(static_cast<std::size_t>(pb_.n), 0.0);
+    const auto topo = g.topo_order();
+    for (OpId v : topo)
+      for (OpId u : g.pred(v)) head[static_cast<std::size_t>(v)] = std::max(head[static_cast<std::size_t>(v)], head[static_cast<std::size_t>(u)] + pb_.pmin(u));
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      double t = 0;
+      for (OpId w : g.succ(*it)) t = std::max(t, tail[static_cast<std::size_t>(w)]);
+      tail[static_cast<std::size_t>(*it)] = t + pb_.pmin(*it);
+    }
+    const double slack = 1e-6;  // model units: float noise of a simulated start at its bound
     S_.resize(static_cast<std::size_t>(pb_.n));
-    for (auto& s : S_) s = col(0, M, false);
+    slo_.resize(static_cast<std::size_t>(pb_.n));
+    shi_.resize(static_cast<std::size_t>(pb_.n));
+    for (OpId v = 0; v < pb_.n; ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      slo_[i] = std::max(0.0, head[i] * scale_ - slack);
+      shi_[i] = std::max(slo_[i], std::min(M, (H - tail[i]) * scale_ + slack));
+      S_[i] = col(slo_[i], shi_[i], false);
+    }
     // makespan: sinks and device loads
     for (OpId v = 0; v < pb_.n; ++v)
       if (g.out_degree(v) == 0) {
@@ -305,17 +358,20 @@ class Milp {
           s = col(0, 1, false);
           for (std::int32_t d = 0; d < pb_.k; ++d) row({{s, x(u, d), x(v, d)}, {1, -1, -1}, -1, kInf});
         }
-        // S_u + p_u - S_v + M o + M s <= 2M ; S_v + p_v - S_u - M o + M s <= M  (s == 1 when fixed)
-        Row a{{S_[static_cast<std::size_t>(u)], S_[static_cast<std::size_t>(v)], pr.o}, {1, -1, M}, -kInf, 2 * M};
-        Row b{{S_[static_cast<std::size_t>(v)], S_[static_cast<std::size_t>(u)], pr.o}, {1, -1, -M}, -kInf, M};
+        // S_u + p_u - S_v + Mu o + Mu s <= 2Mu ; S_v + p_v - S_u - Mv o + Mv s <= Mv  (s == 1 when fixed),
+        // Mu the most S_u + p_u - S_v can be (u's latest end, v's earliest start)
+        const auto iu = static_cast<std::size_t>(u), iv = static_cast<std::size_t>(v);
+        const double Mu = std::clamp(shi_[iu] + pmax(u) - slo_[iv], 1e-3, M), Mv = std::clamp(shi_[iv] + pmax(v) - slo_[iu], 1e-3, M);
+        Row a{{S_[iu], S_[iv], pr.o}, {1, -1, Mu}, -kInf, 2 * Mu};
+        Row b{{S_[iv], S_[iu], pr.o}, {1, -1, -Mv}, -kInf, Mv};
         if (s >= 0) {
           a.idx.push_back(s);
-          a.val.push_back(M);
+          a.val.push_back(Mu);
           b.idx.push_back(s);
-          b.val.push_back(M);
+          b.val.push_back(Mv);
         } else {
-          a.hi -= M;
-          b.hi -= M;
+          a.hi -= Mu;
+          b.hi -= Mv;
         }
         a.hi -= add_p(a, u, 1);
         b.hi -= add_p(b, v, 1);
@@ -423,13 +479,37 @@ class Milp {
       const JobCols& A = jobs_[static_cast<std::size_t>(i)];
       const JobCols& B = jobs_[static_cast<std::size_t>(jj)];
       const auto xa = ct_.jobs[static_cast<std::size_t>(i)].first, xb = ct_.jobs[static_cast<std::size_t>(jj)].first;
-      JobPair p{i, jj, col(0, 1, true), -1, false};
+      JobPair p{i, jj, -1, -1, xa == xb};
       const bool same_u = A.u == B.u;
-      if (same_u && xa != xb) {
-        p.fixed = pb_.xfers[static_cast<std::size_t>(xa)].t < pb_.xfers[static_cast<std::size_t>(xb)].t ? 1 : 0;
-        collb_[static_cast<std::size_t>(p.o)] = colub_[static_cast<std::size_t>(p.o)] = p.fixed;
+      if (!same_u) {
+        // the request order, whether or not they share a channel: F_a <= F_b + M (1 - o), F_b <= F_a + M o
+        const auto key = std::minmax(xa, xb);
+        p.shared = true;
+        p.flip = xa != key.first;
+        auto [it, fresh] = tensor_order_.emplace(key, -1);
+        if (fresh) {
+          const OpId ua = pb_.xfers[static_cast<std::size_t>(key.first)].u, ub = pb_.xfers[static_cast<std::size_t>(key.second)].u;
+          it->second = col(0, 1, true);
+          // a path orders the completions (a zero-time op still completes after its producer's event)
+          if (pb_.reaches(ua, ub)) collb_[static_cast<std::size_t>(it->second)] = 1;
+          else if (pb_.reaches(ub, ua)) colub_[static_cast<std::size_t>(it->second)] = 0;
+          Row fa{{S_[static_cast<std::size_t>(ua)], S_[static_cast<std::size_t>(ub)], it->second}, {1, -1, M}, -kInf, M};
+          fa.hi -= add_p(fa, ua, 1);
+          fa.hi -= add_p(fa, ub, -1);
+          Row fb{{S_[static_cast<std::size_t>(ub)], S_[static_cast<std::size_t>(ua)], it->second}, {1, -1, -M}, -kInf, 0};
+          fb.hi -= add_p(fb, ub, 1);
+          fb.hi -= add_p(fb, ua, -1);
+          row(std::move(fa));
+          row(std::move(fb));
+        }
+        p.o = it->second;
+      } else {
+        p.o = col(0, 1, true);
+        if (xa != xb) {
+          p.fixed = pb_.xfers[static_cast<std::size_t>(xa)].t < pb_.xfers[static_cast<std::size_t>(xb)].t ? 1 : 0;
+          collb_[static_cast<std::size_t>(p.o)] = colub_[static_cast<std::size_t>(p.o)] = p.fixed;
+        }
       }
-      p.same_tensor = xa == xb;
       // sh: both active on a common channel
       const int sh = col(0, 1, false);
       const bool same_sender_unit = pb_.unit[static_cast<std::size_t>(A.u)] == pb_.unit[static_cast<std::size_t>(B.u)];
@@ -442,23 +522,16 @@ class Milp {
         row({{sh, A.a, B.a, x(A.u, B.d)}, {1, -1, -1, -1}, -2, kInf});
         row({{sh, A.a, B.a, x(B.u, A.d)}, {1, -1, -1, -1}, -2, kInf});
       }
-      // o = 1: A before B: R_A + D_A <= R_B ; else R_B + D_B <= R_A (when sh)
-      Row a{{A.R, B.R, p.o, sh}, {1, -1, M, M}, -kInf, 2 * M};
+      // i first: R_A + D_A <= R_B ; else R_B + D_B <= R_A (when sh)
+      Row a{{A.R, B.R, sh}, {1, -1, M}, -kInf, 2 * M};
       add_duration(a, A, 1);
-      Row b{{B.R, A.R, p.o, sh}, {1, -1, -M, M}, -kInf, M};
+      add_first(a, p, M);
+      Row b{{B.R, A.R, sh}, {1, -1, M}, -kInf, M};
       add_duration(b, B, 1);
+      add_first(b, p, -M);
       row(std::move(a));
       row(std::move(b));
-      if (!same_u) {  // channels serve requests in order: o = 1 only if A was requested no later
-        Row fa{{S_[static_cast<std::size_t>(A.u)], S_[static_cast<std::size_t>(B.u)], p.o, sh}, {1, -1, M, M}, -kInf, 2 * M};
-        fa.hi -= add_p(fa, A.u, 1);
-        fa.hi -= add_p(fa, B.u, -1);
-        Row fb{{S_[static_cast<std::size_t>(B.u)], S_[static_cast<std::size_t>(A.u)], p.o, sh}, {1, -1, -M, M}, -kInf, M};
-        fb.hi -= add_p(fb, B.u, 1);
-        fb.hi -= add_p(fb, A.u, -1);
-        row(std::move(fa));
-        row(std::move(fb));
-      } else if (p.same_tensor) {  // destinations in the order of their first readers
+      if (same_u && p.same_tensor) {  // destinations in the order of their first readers
         const auto& rd = pb_.xfers[static_cast<std::size_t>(xa)].readers;
         for (std::size_t k = 0; k < rd.size(); ++k) {
           // o >= x[w_k][A.d] - sum_{l<k} (x[w_l][A.d] + x[w_l][B.d]) ; o <= 1 - x[w_k][B.d] + (the same sum)
