@@ -490,11 +490,12 @@ TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a c
 
 // Block moves: a nearly deterministic anchored policy (head start 10: a row leaves the anchor's
 // device with probability ~5e-5) that keeps every op on device 0 finds the split of the two chains
-// only through block moves, and the moved rows stay out of PPO's ratio: on the update's first
-// gradient step the parameters are those that drew the samples, so every kept row's ratio is
-// exactly 1 (no clipping, no KL), which a moved row's (its old log-probability is of another device)
-// would not be.
-TEST_CASE("PPO with block moves: whole runs of rows moved, out of the ratio, deterministic", "[rl]") {
+// only through block moves. Block-moved samples are proposals, not draws of the policy: they stay
+// out of the loss, so with every sample moved the parameters do not change, and with half of them
+// the update's first gradient step (at the parameters that drew the samples) sees every ratio
+// exactly 1 (no clipping, no KL), which a moved sample's (its old log-probabilities are of other
+// devices) would not be.
+TEST_CASE("PPO with block moves: whole runs of rows moved, out of the loss, deterministic", "[rl]") {
   const OpGraph g = two_chains(4);
   const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
   auto config = [](double block_moves) {
@@ -502,13 +503,13 @@ TEST_CASE("PPO with block moves: whole runs of rows moved, out of the ratio, det
     c.policy.anchor = true;
     c.anchor_placements = "default";
     c.policy.anchor_bias = 10.f;
-    c.updates = 3;
+    c.updates = 6;
     c.epochs = 1;
     c.minibatch = c.samples;  // one gradient step per update, taken at the sampling parameters
     c.block_moves = block_moves;
     return c;
   };
-  PpoTrainer with(config(1.0), {g}, cl);
+  PpoTrainer with(config(0.5), {g}, cl);
   const double anchor = with.task(0).anchor_step_time;
   std::vector<UpdateStats> stats;
   with.train([&](const UpdateStats& st) { stats.push_back(st); });
@@ -520,8 +521,12 @@ TEST_CASE("PPO with block moves: whole runs of rows moved, out of the ratio, det
   PpoTrainer without(config(0.0), {g}, cl);
   without.train();
   CHECK(without.task(0).best_step_time == anchor);  // per-row sampling stays on the anchor
+  PpoTrainer all(config(1.0), {g}, cl), untrained(config(1.0), {g}, cl);
+  all.train();
+  CHECK(all.task(0).best_step_time < anchor * 0.8);
+  CHECK(same_parameters(*all.policy(), *untrained.policy()));
   // the same seed gives the same run, whatever the thread count
-  TrainConfig one_thread = config(1.0);
+  TrainConfig one_thread = config(0.5);
   one_thread.threads = 1;
   PpoTrainer again(one_thread, {g}, cl);
   again.train();

@@ -38,7 +38,8 @@
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
 //     "block_moves": 0.0,          // fraction of samples whose devices on a random run of rows are set
-//                                  // to one random device (annealing's move; those rows leave the ratio)
+//                                  // to one random device (annealing's move): proposals that can become
+//                                  // the best plan but enter neither the baseline nor the loss
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters

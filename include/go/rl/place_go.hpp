@@ -7,7 +7,7 @@
 //                 decisions are simulated, the best valid one is the answer.
 //   go            the same, then `finetune` PPO updates on this graph (PlaceOptions::finetune; -1 =
 //                 budget / samples, so that GO gets the simulator budget the search baselines get),
-//                 re-anchored on every improvement, half the samples with a block move (finetune_config);
+//                 re-anchored on every improvement (finetune_config);
 //                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
 //                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
 //   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
@@ -79,12 +79,10 @@ inline std::string ms(double t) {
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
 // training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
 // samples, seeded by `seed`, on the graph as given, anchored on every heuristic and re-anchored on
-// every improvement ("reanchor": amoebanet x4 576.2 -> 558.1 ms, transformer_xl2 x2 91.06 ->
-// 90.73 ms at 20 updates; gnmt2 and inception-v3 within 0.03%), half the samples with a block move
-// ("block_moves", seed 0, 20 updates: gnmt2 394.1 -> 380.3 ms, transformer_xl2 90.73 -> 90.50,
-// inception-v3 b64 220.26 -> 219.62, rnnlm2 and wavenet2 unchanged, amoebanet 558.1 -> 566.1; seeds
-// 1 and 2: amoebanet 568.5 -> 563.7 and 579.7 -> 575.9, inception-v3 b64 220.27 -> 220.27 and
-// 220.07 -> 218.89).
+// every improvement ("reanchor"; bench/README.md "Fine-tuning: re-anchoring and block moves": 20
+// updates, amoebanet x4 576.2 -> 558.1 ms, transformer_xl2 x2 91.06 -> 90.73 ms, four other rows
+// within 0.03%). Block moves ("block_moves") were measured too and are left off: 0.5 was as good
+// on average, with one row (gnmt4) stuck 4.7% higher.
 inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
                                    std::int64_t finetune, int samples, std::uint64_t seed) {
   const LoadedTensors lt = load_tensors(policy_path);
@@ -100,7 +98,6 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
   cfg.minibatch = std::min(cfg.minibatch, samples);
   cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
-  cfg.block_moves = 0.5;  // half the samples move a block of ops, as annealing does
   return cfg;
 }
 

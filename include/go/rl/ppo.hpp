@@ -377,7 +377,8 @@ class PpoTrainer {
       policy::Actions actions;
       Tensor old_log_prob;    // [n]
       double value = 0;
-      std::int64_t moved_begin = 0, moved_end = 0;  // rows of a block move: out of the loss
+      std::int64_t moved_begin = 0, moved_end = 0;  // rows of a block move (then out of the loss)
+      bool block_moved() const { return moved_end > moved_begin; }
       Plan plan;
       SimResult result;       // (only on the rank that simulated it)
       double reward = 0, advantage = 0;
@@ -521,19 +522,27 @@ class PpoTrainer {
     for (std::size_t a = 0; a < sel.size(); ++a) {
       GraphTask& t = *tasks_[sel[a]];
       Sample* b = samples.data() + a * static_cast<std::size_t>(K);
+      // block-moved samples are proposals, not draws of the policy: out of the baseline and the loss
+      int draws = 0;
       double mean_r = 0;
-      for (int k = 0; k < K; ++k) mean_r += b[k].reward;
-      mean_r /= K;
+      for (int k = 0; k < K; ++k)
+        if (!b[k].block_moved()) {
+          mean_r += b[k].reward;
+          ++draws;
+        }
+      if (draws == 0) continue;
+      mean_r /= draws;
       for (int k = 0; k < K; ++k) {
         double base = mean_r;
         if (cfg_.baseline == "ema") base = t.ema_init ? t.ema : mean_r;
         else if (cfg_.baseline == "value") base = b[k].value;
-        b[k].advantage = b[k].reward - base;
+        b[k].advantage = b[k].block_moved() ? 0.0 : b[k].reward - base;
       }
       if (cfg_.normalize_advantages) {
         double var = 0;
-        for (int k = 0; k < K; ++k) var += (b[k].reward - mean_r) * (b[k].reward - mean_r);
-        const double sd = std::sqrt(var / K);
+        for (int k = 0; k < K; ++k)
+          if (!b[k].block_moved()) var += (b[k].reward - mean_r) * (b[k].reward - mean_r);
+        const double sd = std::sqrt(var / draws);
         for (int k = 0; k < K; ++k) b[k].advantage /= (sd + 1e-8);
       }
       t.ema = t.ema_init ? cfg_.baseline_decay * t.ema + (1 - cfg_.baseline_decay) * mean_r : mean_r;
@@ -563,12 +572,15 @@ class PpoTrainer {
       double kl_epoch = 0;
       for (std::size_t start = 0; start < N; start += mb) {
         const std::size_t end = std::min(N, start + mb);
-        const float w = 1.f / static_cast<float>(end - start);
+        std::size_t in_loss = 0;  // every rank counts the whole minibatch's
+        for (std::size_t j = start; j < end; ++j) in_loss += samples[order[j]].block_moved() ? 0 : 1;
+        if (in_loss == 0) continue;
+        const float w = 1.f / static_cast<float>(in_loss);
         policy_->zero_grad();
         // this rank's positions, grouped by graph: one backward_many per graph shares the pass
         std::vector<std::vector<std::size_t>> by_graph(tasks_.size());
         for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks))
-          by_graph[samples[order[j]].graph].push_back(order[j]);
+          if (!samples[order[j]].block_moved()) by_graph[samples[order[j]].graph].push_back(order[j]);
         for (std::size_t gi = 0; gi < by_graph.size(); ++gi) {
           const std::vector<std::size_t>& idx = by_graph[gi];
           if (idx.empty()) continue;
@@ -581,29 +593,20 @@ class PpoTrainer {
             Variable old(s.old_log_prob);
             Variable pg_loss;
             double kl = 0, cf = 0;
-            // rows a block move set are no draw of the policy: they leave the ratio
-            const std::int64_t n = out.log_prob.value().numel(), moved = s.moved_end - s.moved_begin;
-            Variable keep;
-            if (moved > 0) {
-              Tensor k = Tensor::full(Shape{n}, 1.f);
-              std::fill(k.f32() + s.moved_begin, k.f32() + s.moved_end, 0.f);
-              keep = Variable(k);
-            }
-            auto kept = [&](const Variable& v) { return keep.defined() ? mul(v, keep) : v; };
             if (cfg_.ratio == "node") {
               Variable ratio = exp(out.log_prob - old);  // [n]
               Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-              pg_loss = -scale(sum(kept(surr)), 1.f / static_cast<float>(n - moved));
+              pg_loss = -mean(surr);
               const float* rp = ratio.value().f32();
+              const std::int64_t n = ratio.numel();
               for (std::int64_t i = 0; i < n; ++i) {
-                if (i >= s.moved_begin && i < s.moved_end) continue;
                 kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
                 cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
               }
-              kl /= static_cast<double>(n - moved);
-              cf /= static_cast<double>(n - moved);
+              kl /= static_cast<double>(n);
+              cf /= static_cast<double>(n);
             } else {
-              Variable lr = clamp(sum(kept(out.log_prob)) - sum(kept(old)), -20.f, 20.f);
+              Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
               Variable ratio = exp(lr);
               Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
               pg_loss = -surr;
@@ -633,7 +636,9 @@ class PpoTrainer {
       }
       st.epochs_run = e + 1;
       if (nranks > 1) kl_epoch = comm_->allreduce_sum(kl_epoch);
-      if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(N) > 1.5 * cfg_.target_kl) break;
+      std::size_t draws = 0;
+      for (const Sample& x : samples) draws += x.block_moved() ? 0 : 1;
+      if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(std::max<std::size_t>(1, draws)) > 1.5 * cfg_.target_kl) break;
     }
     if (nranks > 1) {
       double sums[6] = {ent_sum, pl_sum, vl_sum, kl_sum, cf_sum, static_cast<double>(n_fwd)};
@@ -641,12 +646,13 @@ class PpoTrainer {
       ent_sum = sums[0], pl_sum = sums[1], vl_sum = sums[2], kl_sum = sums[3], cf_sum = sums[4];
       n_fwd = static_cast<std::int64_t>(sums[5]);
     }
-    st.entropy = ent_sum / static_cast<double>(n_fwd);
-    st.policy_loss = pl_sum / static_cast<double>(n_fwd);
-    st.value_loss = vl_sum / static_cast<double>(n_fwd);
-    st.approx_kl = kl_sum / static_cast<double>(n_fwd);
-    st.clip_fraction = cf_sum / static_cast<double>(n_fwd);
-    st.grad_norm = gn_sum / static_cast<double>(n_steps);
+    const double fwd = static_cast<double>(std::max<std::int64_t>(1, n_fwd));  // 0: every sample a block move
+    st.entropy = ent_sum / fwd;
+    st.policy_loss = pl_sum / fwd;
+    st.value_loss = vl_sum / fwd;
+    st.approx_kl = kl_sum / fwd;
+    st.clip_fraction = cf_sum / fwd;
+    st.grad_norm = n_steps ? gn_sum / static_cast<double>(n_steps) : 0.0;
     // 7. with reanchor, a graph's new best plan becomes its anchor (after the epochs, which needed
     // the anchor the samples were drawn with); every rank holds every sample's actions
     if (cfg_.reanchor && cfg_.policy.anchor)
@@ -825,20 +831,18 @@ class PpoTrainer {
   // With probability block_moves, a sample's devices on a run of rows (topological order; start
   // uniform, length log-uniform in [1, n / D]) are set to one random device, the move annealing
   // makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
-  // transfers. Those rows are then no draw of the policy and leave PPO's ratio ([begin, end)).
+  // transfers. Such a sample is a proposal, not a draw of the policy: it can become the best plan
+  // (and with reanchor the anchor) but enters neither the baseline nor the loss, whose advantages
+  // would otherwise credit the block's cost to the rows the policy drew.
   void block_move(policy::Actions& a, std::int64_t& begin, std::int64_t& end, int num_devices, Rng r) const {
     begin = end = 0;
     if (cfg_.block_moves <= 0 || num_devices < 2 || r.uniform_double() >= cfg_.block_moves) return;
     const std::int64_t n = a.device.numel();
-    if (n < 2) return;
+    if (n < 1) return;
     const double log_max = std::log(std::max(1.0, static_cast<double>(n) / num_devices));
     const auto len = static_cast<std::int64_t>(std::exp(r.uniform_double() * log_max));
     begin = static_cast<std::int64_t>(r.uniform_int(static_cast<std::uint64_t>(n)));
-    end = std::min(n - 1, begin + std::max<std::int64_t>(1, len));  // at least one row stays in the ratio
-    if (end <= begin) {
-      begin = end = 0;
-      return;
-    }
+    end = std::min(n, begin + std::max<std::int64_t>(1, len));
     const auto d = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
     a.device = a.device.clone();
     std::fill(a.device.data<std::int32_t>() + begin, a.device.data<std::int32_t>() + end, d);
