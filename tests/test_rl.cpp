@@ -89,6 +89,20 @@ TrainConfig tiny_config(std::uint64_t seed) {
   return c;
 }
 
+// An anchored policy whose anchor keeps every op on device 0 (only the default placement), with
+// the given head start for the anchor's actions.
+TrainConfig anchored_on_default(std::uint64_t seed, float anchor_bias, std::int64_t updates) {
+  TrainConfig c = tiny_config(seed);
+  c.policy.anchor = true;
+  c.anchor_placements = "default";
+  c.policy.anchor_bias = anchor_bias;
+  c.updates = updates;
+  return c;
+}
+
+// Two identical v100s: the split of two_chains is a symmetric choice (see the anchored tests).
+Cluster same_two() { return Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5); }
+
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("go_test_rl_" + name)).string();
 }
@@ -404,16 +418,12 @@ TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode bac
 // chain b's, so which chain should move is itself a symmetric choice.)
 TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") {
   const OpGraph g = two_chains(4);
-  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  const Cluster cl = same_two();
   const double optimum = brute_force_optimum(g, cl);
   int improved = 0;
   const int seeds = 3;
   for (int seed = 1; seed <= seeds; ++seed) {
-    TrainConfig c = tiny_config(static_cast<std::uint64_t>(seed));
-    c.policy.anchor = true;
-    c.anchor_placements = "default";
-    c.policy.anchor_bias = 2.f;
-    c.updates = 30;
+    const TrainConfig c = anchored_on_default(static_cast<std::uint64_t>(seed), 2.f, 30);
     PpoTrainer t(c, {g}, cl);
     const double anchor = t.task(0).anchor_step_time;
     UpdateStats first, last;
@@ -435,13 +445,9 @@ TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") 
 // resumed from a checkpoint carries the moved anchor and ends as the uninterrupted one.
 TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a checkpoint", "[rl]") {
   const OpGraph g = two_chains(4);
-  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  const Cluster cl = same_two();
   auto config = [](bool reanchor) {
-    TrainConfig c = tiny_config(3);
-    c.policy.anchor = true;
-    c.anchor_placements = "default";
-    c.policy.anchor_bias = 2.f;
-    c.updates = 12;
+    TrainConfig c = anchored_on_default(3, 2.f, 12);
     c.reanchor = reanchor;
     return c;
   };
@@ -497,13 +503,9 @@ TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a c
 // devices) would not be.
 TEST_CASE("PPO with block moves: whole runs of rows moved, out of the loss, deterministic", "[rl]") {
   const OpGraph g = two_chains(4);
-  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  const Cluster cl = same_two();
   auto config = [](double block_moves) {
-    TrainConfig c = tiny_config(5);
-    c.policy.anchor = true;
-    c.anchor_placements = "default";
-    c.policy.anchor_bias = 10.f;
-    c.updates = 6;
+    TrainConfig c = anchored_on_default(5, 10.f, 6);
     c.epochs = 1;
     c.minibatch = c.samples;  // one gradient step per update, taken at the sampling parameters
     c.block_moves = block_moves;
@@ -537,7 +539,7 @@ TEST_CASE("PPO with block moves: whole runs of rows moved, out of the loss, dete
 
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
   const OpGraph g = two_chains(6);
-  const Cluster cl = Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5);
+  const Cluster cl = same_two();
   TrainConfig c = tiny_config(4);
   c.policy.anchor = true;
   c.updates = 1;

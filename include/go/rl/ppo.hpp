@@ -95,6 +95,12 @@ namespace go::rl {
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One graph being optimized, with what the trainer learned about it.
+// A run [begin, end) of a sample's rows (topological order) whose devices were all set to `device`.
+struct BlockMove {
+  std::int64_t begin = 0, end = 0;
+  std::int32_t device = 0;
+};
+
 struct GraphTask {
   std::string name;
   std::unique_ptr<OpGraph> graph;      // owned: the simulator keeps a pointer to it
@@ -377,8 +383,8 @@ class PpoTrainer {
       policy::Actions actions;
       Tensor old_log_prob;    // [n]
       double value = 0;
-      std::int64_t moved_begin = 0, moved_end = 0;  // rows of a block move (then out of the loss)
-      bool block_moved() const { return moved_end > moved_begin; }
+      BlockMove move;         // rows whose devices a block move set (then out of the loss)
+      bool block_moved() const { return move.end > move.begin; }
       Plan plan;
       SimResult result;       // (only on the rank that simulated it)
       double reward = 0, advantage = 0;
@@ -410,8 +416,12 @@ class PpoTrainer {
           s.actions = out.actions;
           s.old_log_prob = out.log_prob.value().clone();
           s.value = out.value.value().item();
-          block_move(s.actions, s.moved_begin, s.moved_end, t.sim->cluster().num_devices(),
-                     urng.fork((1ull << 62) | (static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
+          s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
+          if (s.block_moved()) {
+            s.actions.device = s.actions.device.clone();
+            std::fill(s.actions.device.data<std::int32_t>() + s.move.begin,
+                      s.actions.device.data<std::int32_t>() + s.move.end, s.move.device);
+          }
         }
         j0 = j1;
       }
@@ -451,11 +461,8 @@ class PpoTrainer {
           broadcast_tensor(*comm_, s.actions.priority, r);
           broadcast_tensor(*comm_, s.actions.fuse, r);
           broadcast_tensor(*comm_, s.old_log_prob, r);
-          if (r != rank) {  // the block is drawn from the update's rng: every rank draws the same
-            policy::Actions scratch{s.actions.device.clone(), s.actions.priority, s.actions.fuse};
-            block_move(scratch, s.moved_begin, s.moved_end, tasks_[s.graph]->sim->cluster().num_devices(),
-                       urng.fork((1ull << 62) | (static_cast<std::uint64_t>(s.graph) << 32) | (j % static_cast<std::size_t>(K))));
-          }
+          if (r != rank)  // drawn from the update's rng: every rank draws the same (the owner applied it)
+            s.move = draw_block_move(*tasks_[s.graph], urng, s.graph, j % static_cast<std::size_t>(K));
           if (r == rank) {
             outcome[4 * j] = s.reward;
             outcome[4 * j + 1] = s.value;
@@ -564,6 +571,8 @@ class PpoTrainer {
     const float clip = static_cast<float>(cfg_.clip);
     double ent_sum = 0, pl_sum = 0, vl_sum = 0, kl_sum = 0, cf_sum = 0, gn_sum = 0;
     std::int64_t n_fwd = 0, n_steps = 0;
+    std::size_t draws = 0;  // samples in the loss
+    for (const Sample& x : samples) draws += x.block_moved() ? 0 : 1;
     std::vector<std::size_t> order(N);
     for (int e = 0; e < cfg_.epochs; ++e) {
       for (std::size_t j = 0; j < N; ++j) order[j] = j;
@@ -636,8 +645,6 @@ class PpoTrainer {
       }
       st.epochs_run = e + 1;
       if (nranks > 1) kl_epoch = comm_->allreduce_sum(kl_epoch);
-      std::size_t draws = 0;
-      for (const Sample& x : samples) draws += x.block_moved() ? 0 : 1;
       if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(std::max<std::size_t>(1, draws)) > 1.5 * cfg_.target_kl) break;
     }
     if (nranks > 1) {
@@ -833,19 +840,20 @@ class PpoTrainer {
   // makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
   // transfers. Such a sample is a proposal, not a draw of the policy: it can become the best plan
   // (and with reanchor the anchor) but enters neither the baseline nor the loss, whose advantages
-  // would otherwise credit the block's cost to the rows the policy drew.
-  void block_move(policy::Actions& a, std::int64_t& begin, std::int64_t& end, int num_devices, Rng r) const {
-    begin = end = 0;
-    if (cfg_.block_moves <= 0 || num_devices < 2 || r.uniform_double() >= cfg_.block_moves) return;
-    const std::int64_t n = a.device.numel();
-    if (n < 1) return;
+  // would otherwise credit the block's cost to the rows the policy drew. Drawn from the update's
+  // rng by graph and sample index, so every rank draws the same move for a sample.
+  BlockMove draw_block_move(const GraphTask& t, const Rng& urng, std::size_t graph, std::size_t k) const {
+    BlockMove m;
+    const int num_devices = t.sim->cluster().num_devices();
+    const std::int64_t n = t.pg.num_nodes;
+    Rng r = urng.fork((1ull << 62) | (static_cast<std::uint64_t>(graph) << 32) | k);
+    if (cfg_.block_moves <= 0 || num_devices < 2 || n < 1 || r.uniform_double() >= cfg_.block_moves) return m;
     const double log_max = std::log(std::max(1.0, static_cast<double>(n) / num_devices));
     const auto len = static_cast<std::int64_t>(std::exp(r.uniform_double() * log_max));
-    begin = static_cast<std::int64_t>(r.uniform_int(static_cast<std::uint64_t>(n)));
-    end = std::min(n, begin + std::max<std::int64_t>(1, len));
-    const auto d = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
-    a.device = a.device.clone();
-    std::fill(a.device.data<std::int32_t>() + begin, a.device.data<std::int32_t>() + end, d);
+    m.begin = static_cast<std::int64_t>(r.uniform_int(static_cast<std::uint64_t>(n)));
+    m.end = std::min(n, m.begin + std::max<std::int64_t>(1, len));
+    m.device = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
+    return m;
   }
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
     policy::DecodeOptions o;
