@@ -5,7 +5,7 @@
 // samples each run needed to reach the final best of the run from scratch.
 //
 //   bench_finetune [--policy policies/go-zoo-v100x248.ckpt] [--cluster v100x4] [--updates 20]
-//                  [--samples 16] [--seed 0] [--graphs g1,g2,...]   (graphs as training graphs)
+//                  [--samples 128] [--seed 0] [--graphs g1,g2,...]   (graphs as training graphs)
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   std::string graphs = GO_SOURCE_DIR "/data/models/resnet50.onnx," GO_SOURCE_DIR
                        "/data/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
   long long updates = 20, seed = 0;
-  int samples = 16;
+  int samples = go::rl::kFinetuneSamples;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--policy") policy = v;

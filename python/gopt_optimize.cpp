@@ -288,7 +288,7 @@ Optimizes the graph on the cluster with one method of gopt.methods() and simulat
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
-(-1: budget / 16); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
+of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s).
 A plan that does not fit memory comes back with valid False.)doc");
 

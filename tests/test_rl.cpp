@@ -549,7 +549,7 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
     t.train();
     t.save_checkpoint(ck);
   }
-  register_go_methods(ck, 8);
+  register_go_methods(ck, 8, 6);  // 8 zero-shot samples, 6 per fine-tuning update
   PlaceOptions o;
   o.seed = 3;
   o.finetune = 0;
@@ -569,14 +569,15 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.finetune = 4;
   const PlaceResult f = place("go", g, cl, o);
   REQUIRE(f.valid);
-  CHECK(f.simulations == before + 1 + 8 + 4 * 8);
+  CHECK(f.simulations == before + 1 + 8 + 4 * 6);
+  CHECK(f.note.find("fine-tuned 4 updates x 6 samples") != std::string::npos);
   CHECK(f.step_time <= z.step_time);            // the zero-shot plans are candidates too
   CHECK(f.step_time <= rep.anchor_step_time);   // and so is the anchor
   CHECK(f.step_time == Simulator(g, cl).simulate(f.plan).step_time);
   {  // the trace: every simulation in order, ending at the answer; the same seed gives the same curve
     GoPlaceReport r1, r2;
-    go_place(g, cl, ck, 4, 8, 3, &r1);
-    go_place(g, cl, ck, 4, 8, 3, &r2);
+    go_place(g, cl, ck, 4, 8, 3, &r1, 6);
+    go_place(g, cl, ck, 4, 8, 3, &r2, 6);
     CHECK(r1.simulations == f.simulations);
     REQUIRE(!r1.trace.empty());
     CHECK(r1.trace.back().best_step_time == f.step_time);
@@ -596,7 +597,7 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   // go-one: a fresh network of the same architecture trained on this graph, as many updates as go
   const PlaceResult one = place("go-one", g, cl, o);
   REQUIRE(one.valid);
-  CHECK(one.simulations == before + 1 + 8 + 4 * 8);
+  CHECK(one.simulations == before + 1 + 8 + 4 * 6);
   CHECK(one.note.find("trained 4 updates") != std::string::npos);
   CHECK(one.step_time <= rep.anchor_step_time);  // it starts from the same anchor
   CHECK(one.note.find("untrained greedy") != std::string::npos);
@@ -606,6 +607,11 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   CHECK(timed.simulations == before + 1 + 8);
   CHECK(timed.note.find("fine-tuned 0 updates") != std::string::npos);
   o.time_limit = 0;
+  // without --finetune, GO gets the search baselines' simulator budget: budget / 6 updates
+  o.finetune = -1;
+  o.budget = 13;
+  CHECK(place("go", g, cl, o).simulations == before + 1 + 8 + 2 * 6);
+  o.finetune = 4;
   // best-heuristic: the anchor plan on its own
   const PlaceResult bh = place("best-heuristic", g, cl, o);
   REQUIRE(bh.valid);

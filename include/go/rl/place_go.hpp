@@ -5,9 +5,10 @@
 //
 //   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
 //                 decisions are simulated, the best valid one is the answer.
-//   go            the same, then `finetune` PPO updates on this graph (PlaceOptions::finetune; -1 =
-//                 budget / samples, so that GO gets the simulator budget the search baselines get),
-//                 re-anchored on every improvement (finetune_config);
+//   go            the same, then `finetune` PPO updates of `finetune_samples` (128) samples on this
+//                 graph (PlaceOptions::finetune; -1 = budget / finetune_samples, so that GO gets the
+//                 simulator budget the search baselines get), re-anchored on every improvement, half
+//                 of the samples block moves (finetune_config);
 //                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
 //                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
 //   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
@@ -76,13 +77,22 @@ inline std::string ms(double t) {
 
 }  // namespace detail::go_method
 
+// Samples per fine-tuning update of the go methods. A simulation costs far less than the policy's
+// pass (50 us vs 50 ms per update on inception_v3, 863 ops; 11 ms vs 2.5 s on wavenet4, 59,770 ops),
+// and with chain "hidden" one pass serves every sample, so 128 samples cost 1.1-1.5x the time of
+// 16 and search 8x as many plans (bench/README.md "Fine-tuning: 128 samples per update").
+inline constexpr int kFinetuneSamples = 128;
+
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
 // training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
-// samples, seeded by `seed`, on the graph as given, anchored on every heuristic and re-anchored on
-// every improvement ("reanchor"; bench/README.md "Fine-tuning: re-anchoring and block moves": 20
-// updates, amoebanet x4 576.2 -> 558.1 ms, transformer_xl2 x2 91.06 -> 90.73 ms, four other rows
-// within 0.03%). Block moves ("block_moves") were measured too and are left off: 0.5 was as good
-// on average, with one row (gnmt4) stuck 4.7% higher.
+// samples in one minibatch (a gradient step per epoch, as with 16 samples: 128 in minibatches of 64
+// took 1.6x the time for no better plans), seeded by `seed`, on the graph as given, anchored on every
+// heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
+// ("block_moves": a run of rows on one device, annealing's move, outside the loss). Measured
+// (bench/README.md "Fine-tuning: re-anchoring and block moves", "Fine-tuning: 128 samples per
+// update"): with 16 samples re-anchoring helped (amoebanet x4 576.2 -> 558.1 ms) and block moves
+// stalled gnmt4; with 128 samples both together reach the best plans on 5 of 7 rows and gnmt4 is
+// not stalled.
 inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
                                    std::int64_t finetune, int samples, std::uint64_t seed) {
   const LoadedTensors lt = load_tensors(policy_path);
@@ -95,16 +105,18 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
   cfg.graphs_per_update = 0;
   cfg.training = false;  // the graph is placed as given
   cfg.samples = samples;
-  cfg.minibatch = std::min(cfg.minibatch, samples);
+  cfg.minibatch = samples;
   cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
+  cfg.block_moves = 0.5;
   return cfg;
 }
 
 struct GoPlaceOptions {
   std::string policy;          // a policy file or gopt train checkpoint
   std::int64_t finetune = 0;   // PPO updates on the graph (0: zero-shot only)
-  int samples = 16;            // zero-shot samples, and samples per update
+  int samples = 16;            // zero-shot samples
+  int finetune_samples = kFinetuneSamples;  // samples per fine-tuning update
   std::uint64_t seed = 0;
   double time_limit = 0;       // > 0: no update starts once the whole call (anchor and zero-shot
                                // included) has run this many seconds
@@ -123,6 +135,7 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
              "' not found (pass --policy <file>)");
   }
   GO_CHECK(o.samples >= 1, "go: samples must be >= 1, got ", o.samples);
+  GO_CHECK(o.finetune_samples >= 2, "go: finetune_samples must be >= 2, got ", o.finetune_samples);
   GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
   GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
   std::shared_ptr<policy::GoPolicy> pol = load_policy(policy_path);
@@ -131,7 +144,7 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
     pc.seed = o.seed + 1;  // a fresh draw of the same architecture
     pol = std::make_shared<policy::GoPolicy>(pc);
   }
-  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.samples, o.seed);
+  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -186,11 +199,13 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
 }
 
 inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& policy_path, std::int64_t finetune,
-                     int samples, std::uint64_t seed, GoPlaceReport* report = nullptr) {
+                     int samples, std::uint64_t seed, GoPlaceReport* report = nullptr,
+                     int finetune_samples = kFinetuneSamples) {
   GoPlaceOptions o;
   o.policy = policy_path;
   o.finetune = finetune;
   o.samples = samples;
+  o.finetune_samples = finetune_samples;
   o.seed = seed;
   return go_place(g, c, o, report);
 }
@@ -199,18 +214,21 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
 // registry (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp); the last three need no policy. go and go-one stop
 // at PlaceOptions::time_limit when it is set; go-one then trains until it (at most 100,000
 // updates), else for as many updates as go.
-inline void register_go_methods(const std::string& default_policy, int samples = 16) {
+inline void register_go_methods(const std::string& default_policy, int samples = 16,
+                                int finetune_samples = kFinetuneSamples) {
   enum class Kind { finetuned, zero_shot, one };
-  auto run = [default_policy, samples](Kind kind) {
-    return [default_policy, samples, kind](const OpGraph& g, const Cluster& c, const PlaceOptions& po,
-                                           PlaceResult& out) {
+  auto run = [default_policy, samples, finetune_samples](Kind kind) {
+    return [default_policy, samples, finetune_samples, kind](const OpGraph& g, const Cluster& c, const PlaceOptions& po,
+                                                             PlaceResult& out) {
       GoPlaceOptions o;
       o.policy = po.policy.empty() ? default_policy : po.policy;
       o.samples = samples;
+      o.finetune_samples = finetune_samples;
       o.seed = po.seed;
       o.time_limit = po.time_limit;
       o.from_scratch = kind == Kind::one;
-      const std::int64_t updates = po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / samples);
+      const std::int64_t updates =
+          po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
       o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;
       GoPlaceReport rep;
       Plan p = go_place(g, c, o, &rep);
@@ -221,7 +239,8 @@ inline void register_go_methods(const std::string& default_policy, int samples =
                  ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
       if (kind != Kind::zero_shot)
         out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
-                    std::to_string(rep.updates) + " updates: " + ms(rep.finetuned_step_time);
+                    std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) +
+                    " samples: " + ms(rep.finetuned_step_time);
       out.note += "; " + BestTrace::trace_text(rep.trace);
       return p;
     };
