@@ -13,7 +13,7 @@
 #   --out           folder for the CSVs and the table (default bench-out/convergence)
 #   --seed          seed of every method (default 0)
 #
-# Per row, one run of each method: hdp and hdp-tuned for T seconds, go with --finetune N (16
+# Per row, one run of each method: hdp and hdp-tuned for T seconds, go with --finetune N (128
 # samples per update), go-one for T seconds, anneal for T seconds (or 100,000 simulations). Every
 # method counts samples the same way: each simulator call that evaluates a plan is one sample, in
 # the order the method makes them (GO: its reward reference, its anchor's candidates, the zero-shot

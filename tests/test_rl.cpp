@@ -2,6 +2,7 @@
 // (out of memory) handled with the fixed penalty, checkpoints that resume bit-identically.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -535,6 +536,59 @@ TEST_CASE("PPO with block moves: whole runs of rows moved, out of the loss, dete
   CHECK(same_parameters(*with.policy(), *again.policy()));
   CHECK(again.task(0).best_plan.device == with.task(0).best_plan.device);
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"block_moves": 1.5})"), Catch::Contains("block_moves"));
+}
+
+// Two chains whose ops interleave by id (a0 b0 a1 b1 ...): the rows' order (Kahn's, ties by id)
+// alternates between the chains, while the depth-first order runs each chain to its end. Half of
+// the block moves are runs of the depth-first order, as annealing's device moves are, so one move
+// can put a chain (or its tail) on the other device, which a run of rows (the other half) cannot:
+// the best plan is such a move.
+TEST_CASE("PPO block moves: runs of the rows or of the depth-first topological order", "[rl]") {
+  GraphInfo info;
+  info.name = "interleaved_chains";
+  GraphBuilder b(info);
+  const int len = 6;
+  for (int i = 0; i < len; ++i)
+    for (int c = 0; c < 2; ++c) {
+      OpSpec s;
+      s.name = std::string(c ? "b" : "a") + std::to_string(i);
+      s.kind = OpKind::matmul;
+      s.flops = 1e10;
+      TensorSpec t;
+      t.shape = {16, 16};
+      s.outputs.push_back(t);
+      if (i > 0) s.inputs.push_back(TensorRef{2 * (i - 1) + c, 0});
+      b.add_op(std::move(s));
+    }
+  const OpGraph g = b.build();
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> dfs = depth_first_topo_order(g);
+  std::vector<std::size_t> dfs_pos(n), row_pos(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    dfs_pos[static_cast<std::size_t>(dfs[p])] = p;
+    row_pos[static_cast<std::size_t>(g.topo_order()[p])] = p;
+  }
+  REQUIRE(g.name(g.topo_order()[0])[0] != g.name(g.topo_order()[1])[0]);  // rows alternate
+  int switches = 0;
+  for (std::size_t p = 1; p < n; ++p) switches += g.name(dfs[p])[0] != g.name(dfs[p - 1])[0] ? 1 : 0;
+  REQUIRE(switches == 1);  // depth-first: one chain, then the other
+
+  TrainConfig c = anchored_on_default(5, 10.f, 4);  // every op on device 0, nearly deterministic
+  c.block_moves = 1.0;  // every sample a block move: the best plan is the anchor and one run moved
+  PpoTrainer t(c, {g}, same_two());
+  t.train();
+  REQUIRE(t.task(0).best_step_time < t.task(0).anchor_step_time * 0.8);
+  std::vector<std::size_t> moved_dfs, moved_rows;
+  for (std::size_t i = 0; i < n; ++i)
+    if (t.task(0).best_plan.device[i] != 0) {
+      moved_dfs.push_back(dfs_pos[i]);
+      moved_rows.push_back(row_pos[i]);
+    }
+  REQUIRE(moved_dfs.size() >= 2);
+  std::sort(moved_dfs.begin(), moved_dfs.end());
+  std::sort(moved_rows.begin(), moved_rows.end());
+  CHECK(moved_dfs.back() - moved_dfs.front() + 1 == moved_dfs.size());    // one run of the depth-first order
+  CHECK(moved_rows.back() - moved_rows.front() + 1 > moved_rows.size());  // not a run of the rows
 }
 
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {

@@ -37,9 +37,11 @@
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
-//     "block_moves": 0.0,          // fraction of samples whose devices on a random run of rows are set
-//                                  // to one random device (annealing's move): proposals that can become
-//                                  // the best plan but enter neither the baseline nor the loss
+//     "block_moves": 0.0,          // fraction of samples whose devices on a random run of the rows
+//                                  // or (half of them) of the depth-first topological order are set
+//                                  // to one random device (annealing's move): proposals that can
+//                                  // become the best plan but enter neither the baseline nor the
+//                                  // loss (fine-tuning sets 0.5)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters

@@ -95,10 +95,12 @@ namespace go::rl {
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One graph being optimized, with what the trainer learned about it.
-// A run [begin, end) of a sample's rows (topological order) whose devices were all set to `device`.
+// A run [begin, end) of rows, or of positions in the graph's depth-first topological order
+// (GraphTask::block_rows) when `depth_first`, whose devices were all set to `device`.
 struct BlockMove {
   std::int64_t begin = 0, end = 0;
   std::int32_t device = 0;
+  bool depth_first = false;
 };
 
 struct GraphTask {
@@ -120,6 +122,11 @@ struct GraphTask {
   // the anchor's candidates, zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
   BestTrace trace;
   std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
+  // Rows in depth_first_topo_order, the order of annealing's device moves (go/baselines/search.hpp):
+  // it follows a chain to its end, so one run covers, e.g., one time chunk's backward through many
+  // layers, which the rows' own (Kahn's) order splits into hundreds of runs; the rows' order keeps
+  // parallel branches together instead (half of the block moves use each).
+  std::vector<std::int32_t> block_rows;
 };
 
 // What one update did (also one row of the metrics CSV).
@@ -248,6 +255,8 @@ class PpoTrainer {
         t->name = g.info().name.empty() ? g.info().source : g.info().name;
         if (clusters_.size() > 1) t->name += "@" + clusters_[ci].name;
         t->pg = policy::PolicyGraph::from_graph(g);
+        if (cfg_.block_moves > 0)
+          for (OpId v : depth_first_topo_order(g)) t->block_rows.push_back(t->pg.row_of[static_cast<std::size_t>(v)]);
         t->sim = std::make_unique<Simulator>(g, clusters_[ci]);
         set_reference(*t);
         if (cfg_.policy.anchor) init_anchor(*t);
@@ -419,8 +428,9 @@ class PpoTrainer {
           s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
           if (s.block_moved()) {
             s.actions.device = s.actions.device.clone();
-            std::fill(s.actions.device.data<std::int32_t>() + s.move.begin,
-                      s.actions.device.data<std::int32_t>() + s.move.end, s.move.device);
+            std::int32_t* dev = s.actions.device.data<std::int32_t>();
+            for (std::int64_t p = s.move.begin; p < s.move.end; ++p)
+              dev[s.move.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p] = s.move.device;
           }
         }
         j0 = j1;
@@ -853,6 +863,7 @@ class PpoTrainer {
     m.begin = static_cast<std::int64_t>(r.uniform_int(static_cast<std::uint64_t>(n)));
     m.end = std::min(n, m.begin + std::max<std::int64_t>(1, len));
     m.device = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
+    m.depth_first = r.uniform_double() < 0.5;
     return m;
   }
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
