@@ -99,7 +99,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: the method's)")
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");

@@ -80,7 +80,8 @@ inline std::string ms(double t) {
 // Samples per fine-tuning update of the go methods. A simulation costs far less than the policy's
 // pass (50 us vs 50 ms per update on inception_v3, 863 ops; 11 ms vs 2.5 s on wavenet4, 59,770 ops),
 // and with chain "hidden" one pass serves every sample, so 128 samples cost 1.1-1.5x the time of
-// 16 and search 8x as many plans (bench/README.md "Fine-tuning: 128 samples per update").
+// 16 and search 8x as many plans (bench/README.md "Fine-tuning: 128 samples per update, block
+// moves in two orders").
 inline constexpr int kFinetuneSamples = 128;
 
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
@@ -90,9 +91,9 @@ inline constexpr int kFinetuneSamples = 128;
 // heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
 // ("block_moves": a run of rows on one device, annealing's move, outside the loss). Measured
 // (bench/README.md "Fine-tuning: re-anchoring and block moves", "Fine-tuning: 128 samples per
-// update"): with 16 samples re-anchoring helped (amoebanet x4 576.2 -> 558.1 ms) and block moves
-// stalled gnmt4; with 128 samples both together reach the best plans on 5 of 7 rows and gnmt4 is
-// not stalled.
+// update, block moves in two orders"): with 16 samples re-anchoring helped (amoebanet x4 576.2 ->
+// 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
+// rows improve by 0.2-8.0% for 1.3-1.6x the time, and gnmt4 is not stalled.
 inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
                                    std::int64_t finetune, int samples, std::uint64_t seed) {
   const LoadedTensors lt = load_tensors(policy_path);
@@ -245,7 +246,9 @@ inline void register_go_methods(const std::string& default_policy, int samples =
       return p;
     };
   };
-  PlaceMethod go{"go", "GO: pre-trained policy fine-tuned on the graph with PPO (--policy, --finetune, --time-limit)",
+  PlaceMethod go{"go",
+                 "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " + std::to_string(finetune_samples) +
+                     " samples (--policy, --finetune, --time-limit)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   register_place_method(go);
