@@ -79,7 +79,7 @@ inline std::string ms(double t) {
 
 // Samples per fine-tuning update of the go methods. A simulation costs far less than the policy's
 // pass (50 us vs 50 ms per update on inception_v3, 863 ops; 11 ms vs 2.5 s on wavenet4, 59,770 ops),
-// and with chain "hidden" one pass serves every sample, so 128 samples cost 1.1-1.5x the time of
+// and with chain "hidden" one pass serves every sample, so 128 samples cost 1.0-1.6x the time of
 // 16 and search 8x as many plans (bench/README.md "Fine-tuning: 128 samples per update, block
 // moves in two orders").
 inline constexpr int kFinetuneSamples = 128;
@@ -87,9 +87,10 @@ inline constexpr int kFinetuneSamples = 128;
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
 // training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
 // samples in one minibatch (a gradient step per epoch, as with 16 samples: 128 in minibatches of 64
-// took 1.6x the time for no better plans), seeded by `seed`, on the graph as given, anchored on every
+// took 1.7-1.8x the time, for plans better on two of four rows and worse on two), seeded by `seed`, on the graph as given, anchored on every
 // heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
-// ("block_moves": a run of rows on one device, annealing's move, outside the loss). Measured
+// ("block_moves": a run of the rows or of the depth-first order on one device, annealing's move,
+// outside the loss). Measured
 // (bench/README.md "Fine-tuning: re-anchoring and block moves", "Fine-tuning: 128 samples per
 // update, block moves in two orders"): with 16 samples re-anchoring helped (amoebanet x4 576.2 ->
 // 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
