@@ -94,7 +94,6 @@ namespace go::rl {
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One graph being optimized, with what the trainer learned about it.
 // A run [begin, end) of rows, or of positions in the graph's depth-first topological order
 // (GraphTask::block_rows) when `depth_first`, whose devices were all set to `device`.
 struct BlockMove {
@@ -103,6 +102,7 @@ struct BlockMove {
   bool depth_first = false;
 };
 
+// One graph being optimized, with what the trainer learned about it.
 struct GraphTask {
   std::string name;
   std::unique_ptr<OpGraph> graph;      // owned: the simulator keeps a pointer to it
@@ -845,9 +845,9 @@ class PpoTrainer {
   }
 
  private:
-  // With probability block_moves, a sample's devices on a run of rows (topological order; start
-  // uniform, length log-uniform in [1, n / D]) are set to one random device, the move annealing
-  // makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
+  // With probability block_moves, a sample's devices on a run (start uniform, length log-uniform
+  // in [1, n / D]) of the rows or, with probability 1/2, of the depth-first topological order
+  // (GraphTask::block_rows) are set to one random device, the move annealing makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
   // transfers. Such a sample is a proposal, not a draw of the policy: it can become the best plan
   // (and with reanchor the anchor) but enters neither the baseline nor the loss, whose advantages
   // would otherwise credit the block's cost to the rows the policy drew. Drawn from the update's
