@@ -19,8 +19,10 @@
 # (--finetune N); (2) T = go's optimize_seconds; (3) `gopt eval` with anneal (placement, priorities
 # and fusion), anneal-anchor (the same, starting also from GO's anchor), hdp and go-one, all with
 # --time-limit T. Cells: simulated step time in ms (optimizer wall
-# seconds); OOM = the plan does not fit. Last rows: geometric means of each column over human, and
-# GO fine-tuned over the best non-GO cell of each row.
+# seconds); OOM = the plan does not fit. Column "bound": no plan of the row simulates faster
+# (`gopt simulate --json`'s lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of
+# each column over human, GO fine-tuned over the best non-GO cell of each row, and the bound over
+# that cell (the lowest ratio any plan could reach).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GOPT="${GOPT:-$ROOT/build/gopt}"
@@ -36,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --rows) ROWS_WANTED="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/paper_table.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +67,7 @@ for row in "${ROWS[@]}"; do
   echo "   go took $T s: anneal, anneal-anchor, hdp and go-one get as long" >&2
   "$GOPT" eval --graphs "$graph" --training --cluster "$cluster" --seed "$SEED" --policy "$POLICY" \
     --methods anneal,anneal-anchor,hdp,go-one --time-limit "$T" --budget 100000000 --csv "$OUT/$name.b.csv" > /dev/null
+  "$GOPT" simulate "$graph" --training --cluster "$cluster" --json > "$OUT/$name.bound.json"
 done
 
 python3 - "$OUT" "${ROWS[@]}" <<'EOF' | tee "$OUT/table.md"
@@ -73,10 +76,10 @@ out, rows = sys.argv[1], [r.split() for r in sys.argv[2:]]
 cols = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "hdp", "go-one",
         "go-zero-shot", "go"]
 non_go = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "hdp"]
-print("| model (GPUs) | ops | " + " | ".join(cols) + " |")
-print("|---|---:|" + "---:|" * len(cols))
+print("| model (GPUs) | ops | bound | " + " | ".join(cols) + " |")
+print("|---|---:|---:|" + "---:|" * len(cols))
 ratios = {c: [] for c in cols}
-vs_best = []
+vs_best, bound_vs_best = [], []
 for name, graph, cluster in rows:
     cells = {}
     for part in "ab":
@@ -104,11 +107,20 @@ for name, graph, cluster in rows:
     best = min(ms(c) for c in non_go)
     if math.isfinite(best) and math.isfinite(ms("go")):
         vs_best.append(ms("go") / best)
+    bound = math.nan
+    if os.path.exists(f"{out}/{name}.bound.json"):
+        import json
+        bound = json.load(open(f"{out}/{name}.bound.json"))["lower_bound_ms"]["any_plan"]
+        if math.isfinite(best):
+            bound_vs_best.append(bound / best)
     ops = next(iter(cells.values()))["num_ops"]
-    print(f"| {name} ({cluster}) | {ops} | " + " | ".join(text) + " |")
+    print(f"| {name} ({cluster}) | {ops} | " + ("-" if math.isnan(bound) else f"{bound:.2f}") + " | " + " | ".join(text) + " |")
 geo = lambda v: math.exp(sum(math.log(x) for x in v) / len(v)) if v else math.nan
-print("| geo-mean / human | | " + " | ".join(f"{geo(ratios[c]):.3f} ({len(ratios[c])})" for c in cols) + " |")
+print("| geo-mean / human | | | " + " | ".join(f"{geo(ratios[c]):.3f} ({len(ratios[c])})" for c in cols) + " |")
 print(f"\nGO fine-tuned / best non-GO cell of its row: geo-mean {geo(vs_best):.3f}, worst {max(vs_best, default=math.nan):.3f} "
       f"({len(vs_best)} rows); zero-shot / fine-tuned: geo-mean "
       f"{geo([a / b for a, b in zip(ratios['go-zero-shot'], ratios['go'])]):.3f}")
+if bound_vs_best:
+    print(f"bound / best non-GO cell (no plan can go lower): geo-mean {geo(bound_vs_best):.3f}, highest "
+          f"{max(bound_vs_best):.3f} ({len(bound_vs_best)} rows)")
 EOF

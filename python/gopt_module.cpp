@@ -21,6 +21,7 @@
 #include "go/graph/json.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/sim/bound.hpp"
 #include "go/version.hpp"
 
 #ifndef GOPT_SOURCE_POLICY
@@ -552,7 +553,7 @@ void bind_simulate(py::module_& m) {
       .def_readonly("units", &PySimResult::units)
       .def_readonly("memory_traffic_bytes", &PySimResult::memory_traffic)
       .def_readonly("trace", &PySimResult::trace, "Chrome trace JSON text (simulate(..., trace=True)), else None")
-      .def("to_dict", &sim_result_dict, "the fields of gopt simulate --json")
+      .def("to_dict", &sim_result_dict, "the fields of gopt simulate --json (its lower_bound_ms: gopt.lower_bound)")
       .def("__repr__", [](const PySimResult& r) {
         char b[64];
         std::snprintf(b, sizeof b, "%.3f ms", r.step_time_ms);
@@ -583,6 +584,29 @@ cost: "measured" (a profile's measured op times where the graph has them, the co
 or "roofline" (the cost model alone), as gopt simulate --cost.
 A plan that does not fit memory is a result (valid False, status out_of_memory); a plan whose
 arrays do not have one entry per op raises gopt.Error.)doc");
+
+  m.def("lower_bound", [](const py::object& graph, const py::object& cluster, const std::string& cost) {
+    std::shared_ptr<PyGraph> g = graph_arg(graph);
+    const PyCluster c = cluster_arg(cluster);
+    const go::CostSource src = go::parse_cost_source(cost);
+    go::StepTimeBound b;
+    {
+      py::gil_scoped_release nogil;
+      b = go::step_time_lower_bound(*g->g, *c.c, src);
+    }
+    py::dict d;
+    d["any_plan"] = b.fused * 1e3;
+    d["unfused"] = b.unfused * 1e3;
+    d["any_plan_path"] = b.fused_path * 1e3;
+    d["any_plan_work"] = b.fused_work * 1e3;
+    d["unfused_path"] = b.unfused_path * 1e3;
+    d["unfused_work"] = b.unfused_work * 1e3;
+    return d;
+  }, py::arg("graph"), py::arg("cluster"), py::kw_only(), py::arg("cost") = "measured", R"doc(
+Lower bounds (ms) on the simulated step time of every plan of the graph on the cluster, as gopt
+simulate --json's lower_bound_ms (go/sim/bound.hpp): "any_plan" holds for every placement,
+priorities and fusion, "unfused" for plans without fusion; each is the larger of its longest path
+("_path") and its total work / devices ("_work"). Transfers and memory are left out.)doc");
 }
 
 }  // namespace

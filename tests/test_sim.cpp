@@ -10,6 +10,7 @@
 
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/sim/bound.hpp"
 #include "go/sim/sim.hpp"
 
 namespace {
@@ -328,6 +329,68 @@ TEST_CASE("fusion of measured ops: library kernels keep their time, loop traffic
     p.fusion = {-1, 0, 0};
     // x in, b's output out: 2 MB at a's rate (2 MB per 0.99 ms), under the cap 0.99 + 2 ms
     CHECK(sim.simulate(p).step_time == Approx(1e-5 + 0.99e-3).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("step-time lower bounds: hand-computed, met by the plans that reach them", "[sim][bound]") {
+  // test_cluster: 1 TFLOP/s, 1 GB/s, 10 us launch. mm1 (2 GFLOP) -> relu -> mm2 (1 GFLOP), and mm3
+  // (3 GFLOP) on its own; every tensor 1000 bytes.
+  Tiny t;
+  auto mm = [&](const std::string& name, double gflop, std::vector<go::TensorRef> ins) {
+    go::OpSpec s;
+    s.name = name;
+    s.kind = go::OpKind::matmul;
+    s.flops = gflop * 1e9;
+    go::TensorSpec out;
+    out.shape_known = false;
+    out.bytes = 1000;
+    s.outputs.push_back(out);
+    s.inputs = std::move(ins);
+    return t.b.add_op(std::move(s));
+  };
+  mm("mm1", 2, {});
+  t.op("relu", -1, {1000}, {{0, 0}}, 0, go::OpKind::relu);
+  mm("mm2", 1, {{1, 0}});
+  mm("mm3", 3, {});
+  const go::OpGraph g = t.build();
+  // unfused: mm1 2.01 ms (1000 B out, 1 us of traffic: compute-bound), relu 10 + 2 us, mm2 1.01, mm3 3.01
+  const double relu = 1e-5 + 2000 / 1e9;
+  SECTION("one device: the sum of the work") {
+    const go::StepTimeBound b = go::step_time_lower_bound(g, test_cluster(1));
+    CHECK(b.unfused_path == Approx(2.01e-3 + relu + 1.01e-3));
+    CHECK(b.unfused_work == Approx(6.03e-3 + relu));
+    CHECK(b.unfused == Approx(6.03e-3 + relu));
+    CHECK(b.fused_path == Approx(3e-3));  // mm1 + mm2's FLOPs, or mm3's: equal
+    CHECK(b.fused == Approx(6e-3));
+    go::Simulator sim(g, test_cluster(1));
+    CHECK(sim.simulate(go::Plan{}).step_time == Approx(b.unfused));  // one device: the bound is met
+  }
+  SECTION("two devices: the longest path") {
+    const go::StepTimeBound b = go::step_time_lower_bound(g, test_cluster(2));
+    CHECK(b.unfused_work == Approx((6.03e-3 + relu) / 2));
+    CHECK(b.unfused == Approx(3.02e-3 + relu));
+    CHECK(b.fused == Approx(3e-3));
+    go::Simulator sim(g, test_cluster(2));
+    const go::SimResult& r = sim.simulate(placed({0, 0, 0, 1}));
+    CHECK(r.step_time == Approx(3.02e-3 + relu));  // the chain on one device, mm3 on the other
+    CHECK(r.step_time >= b.unfused);
+    go::Plan p = placed({0, 0, 0, 1});
+    p.fusion = {0, 0, -1, -1};  // relu into mm1 (two matmuls never share a kernel)
+    const go::SimResult& f = sim.simulate(p);
+    REQUIRE(f.valid);
+    CHECK(f.step_time >= b.fused);
+    CHECK(f.step_time < b.unfused);  // fusing beats every unfused plan, never the fused bound
+  }
+  SECTION("empty graph, measured ops") {
+    CHECK(go::step_time_lower_bound(go::OpGraph{}, test_cluster(2)).fused == 0);
+    Tiny m;
+    m.op("x", -1, {1000}, {}, 0, go::OpKind::input);
+    m.op("conv", 2, {1000}, {{0, 0}}, 0, go::OpKind::conv);    // a library kernel: 2 ms less its launch
+    m.op("add", 1, {1000}, {{1, 0}}, 0, go::OpKind::add);      // a measured loop op: nothing when fused
+    const go::StepTimeBound b = go::step_time_lower_bound(m.build(), test_cluster(1));
+    CHECK(b.unfused == Approx(3e-3));
+    CHECK(b.fused == Approx(2e-3 - 1e-5));
+    CHECK(go::step_time_lower_bound(m.build(), test_cluster(1), go::CostSource::roofline).unfused < 1e-4);
   }
 }
 

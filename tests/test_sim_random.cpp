@@ -1,7 +1,8 @@
 // Simulator against a deliberately simple reference simulator on thousands of random DAGs, plans
 // and clusters, plus invariants that hold for any schedule: step time >= critical path and >= work /
-// devices, no op starts before its inputs arrive, each tensor sent at most once per device, memory
-// never negative and back to the resident parameters at the end, fusion never moves more bytes.
+// devices (of the plan's units, and the plan-independent bounds of go/sim/bound.hpp), no op starts
+// before its inputs arrive, each tensor sent at most once per device, memory never negative and back
+// to the resident parameters at the end, fusion never moves more bytes.
 //
 // The reference recomputes everything from the OpGraph with plain containers and linear scans: unit
 // costs from go::op_time and the fusion rule, the schedule by scanning all pending events for the
@@ -20,6 +21,7 @@
 
 #include "go/graph/cost.hpp"
 #include "go/graph/fusion_rules.hpp"
+#include "go/sim/bound.hpp"
 #include "go/sim/sim.hpp"
 
 namespace {
@@ -409,6 +411,12 @@ void check_invariants(const go::OpGraph& g, const go::Cluster& c, const go::Plan
   CHECK(r.step_time >= max_busy * (1 - 1e-12));
   CHECK(r.step_time >= work / nd * (1 - 1e-12));
   CHECK(r.step_time >= unit_critical_path(g, ws) * (1 - 1e-12) - 1e-15);
+  // the plan-independent bounds of go/sim/bound.hpp
+  const go::StepTimeBound lb = go::step_time_lower_bound(g, c);
+  CHECK(r.step_time >= lb.fused * (1 - 1e-12));
+  bool fused = false;
+  for (auto f : p.fusion) fused = fused || f >= 0;
+  if (!fused) CHECK(r.step_time >= lb.unfused * (1 - 1e-12));
   // inputs arrive before an op starts
   std::set<std::pair<go::TensorId, int>> sent;
   for (const go::TransferRecord& x : ws.transfers()) {

@@ -1,5 +1,6 @@
 // gopt simulate: step time, validity, per-device busy time and peak memory, transfers and kernel
-// launches of one simulated step (include/go/sim), optionally a Chrome trace and a speed test.
+// launches of one simulated step (include/go/sim), the lower bounds on every plan's step time
+// (go/sim/bound.hpp), optionally a Chrome trace and a speed test.
 #include "simulate.hpp"
 #include "format.hpp"
 
@@ -19,6 +20,7 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/sim/bound.hpp"
 #include "go/sim/sim.hpp"
 
 namespace gopt {
@@ -62,6 +64,7 @@ void run_simulate(const SimulateOptions& o) {
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const go::SimResult& r = ws.result();
+  const go::StepTimeBound bound = go::step_time_lower_bound(g, cluster, cost);
   const std::string reason = printable(go::sim_reason(r, g, cluster));
   const auto nd = static_cast<std::size_t>(cluster.num_devices());
   if (o.json) {
@@ -75,6 +78,12 @@ void run_simulate(const SimulateOptions& o) {
     j["devices"] = nlohmann::json::array();
     for (const auto& d : cluster.devices) j["devices"].push_back(d.name);
     j["step_time_ms"] = std::isfinite(r.step_time) ? nlohmann::json(r.step_time * 1e3) : nlohmann::json(nullptr);
+    j["lower_bound_ms"] = {{"any_plan", bound.fused * 1e3},
+                           {"unfused", bound.unfused * 1e3},
+                           {"any_plan_path", bound.fused_path * 1e3},
+                           {"any_plan_work", bound.fused_work * 1e3},
+                           {"unfused_path", bound.unfused_path * 1e3},
+                           {"unfused_work", bound.unfused_work * 1e3}};
     j["valid"] = r.valid;
     j["status"] = std::string(go::sim_status_name(r.status));
     if (!r.valid) j["reason"] = reason;
@@ -107,6 +116,9 @@ void run_simulate(const SimulateOptions& o) {
   if (cost == go::CostSource::roofline) std::printf("cost         roofline (measured op times ignored)\n");
   if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
   else std::printf("step time    -\n");
+  std::printf("lower bound  %.3f ms for any plan (%s), %.3f ms without fusion (%s)\n", bound.fused * 1e3,
+              bound.fused_path >= bound.fused_work ? "longest path" : "work / devices", bound.unfused * 1e3,
+              bound.unfused_path >= bound.unfused_work ? "longest path" : "work / devices");
   std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + reason).c_str());
   if (r.status == go::SimStatus::ok || r.status == go::SimStatus::out_of_memory) {
     std::printf("%-12s %10s %6s %12s %12s %12s\n", "device", "busy ms", "util", "peak mem", "params", "capacity");
@@ -137,7 +149,7 @@ void add_simulate_command(CLI::App& app) {
   std::string devices;
   for (const auto& d : go::DeviceSpec::preset_names()) devices += (devices.empty() ? "" : ", ") + d;
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity");
+      "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity, lower bounds on any plan");
   cmd->add_option("graph", opts->graph,
                   std::string(kGraphFileHelp) + " or zoo:<name>")
       ->required();

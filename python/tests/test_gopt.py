@@ -335,6 +335,21 @@ class Simulate(unittest.TestCase):
         with self.assertRaisesRegex(gopt.Error, "unknown cost source 'flops'"):
             gopt.simulate(p, "v100x2", cost="flops")
 
+    def test_lower_bound(self):
+        # chain(): three ops in sequence, so the longest path is every op's time; one device runs
+        # the unfused default plan at exactly the unfused bound
+        g = chain()
+        b = gopt.lower_bound(g, "v100x2")
+        one = gopt.simulate(g, "v100x1")
+        self.assertAlmostEqual(b["unfused_path"], one.step_time_ms, places=9)
+        self.assertAlmostEqual(b["unfused_work"], one.step_time_ms / 2, places=9)
+        self.assertEqual(b["unfused"], max(b["unfused_path"], b["unfused_work"]))
+        self.assertLessEqual(b["any_plan"], b["unfused"])
+        for m in ("human", "m-etf"):
+            self.assertGreaterEqual(gopt.place(g, "v100x2", m, fusion="xla").step_time_ms, b["any_plan"])
+        with self.assertRaisesRegex(gopt.Error, "unknown cost source"):
+            gopt.lower_bound(g, "v100x2", cost="flops")
+
     def test_two_devices_move_bytes(self):
         g = chain(4)
         r = gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1, 1]))
@@ -607,6 +622,8 @@ class CliEquality(unittest.TestCase):
                               "resident_memory_bytes", "transfer_bytes", "transfers", "kernel_launches", "units",
                               "memory_traffic_bytes"):
                         self.assertEqual(mine[k], s[k], k)
+                    self.assertEqual(gopt.lower_bound(g, "v100x4"), s["lower_bound_ms"])
+                    self.assertGreaterEqual(r.step_time_ms, s["lower_bound_ms"]["any_plan"])
 
     def test_train(self):
         with tempfile.TemporaryDirectory() as d:
