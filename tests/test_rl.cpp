@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "go/graph/graph.hpp"
@@ -109,6 +111,28 @@ std::string temp_path(const std::string& name) {
 }
 
 using go::test::same_parameters;
+
+// A run of c trained without a break, and the same run checkpointed after 3 updates and resumed by a
+// fresh trainer: what they must agree on is the caller's.
+std::pair<std::unique_ptr<PpoTrainer>, std::unique_ptr<PpoTrainer>> full_and_resumed(const TrainConfig& c, const OpGraph& g,
+                                                                                      const Cluster& cl,
+                                                                                      const std::string& name) {
+  const std::string ck = temp_path(name);
+  auto full = std::make_unique<PpoTrainer>(c, std::vector<OpGraph>{g}, cl);
+  full->train();
+  {
+    PpoTrainer a(c, {g}, cl);
+    for (int u = 0; u < 3; ++u) a.update();
+    a.save_checkpoint(ck);
+  }
+  auto resumed = std::make_unique<PpoTrainer>(c, std::vector<OpGraph>{g}, cl);
+  resumed->load_checkpoint(ck);
+  resumed->train();
+  std::filesystem::remove(ck);
+  CHECK(same_parameters(*full->policy(), *resumed->policy()));
+  CHECK(full->task(0).best_step_time == resumed->task(0).best_step_time);
+  return {std::move(full), std::move(resumed)};
+}
 
 }  // namespace
 
@@ -476,23 +500,10 @@ TEST_CASE("PPO with reanchor: the anchor follows the best plan, and survives a c
     CHECK(anchor_plan(t.task(0)).device == first.device);  // learned past, but the anchor did not move
   }
   // resume: the checkpoint holds the moved anchor
-  const std::string ck = temp_path("reanchor.goparams");
   TrainConfig c = config(true);
   c.updates = 6;
-  PpoTrainer full(c, {g}, cl);
-  full.train();
-  {
-    PpoTrainer a(c, {g}, cl);
-    for (int u = 0; u < 3; ++u) a.update();
-    a.save_checkpoint(ck);
-  }
-  PpoTrainer b(c, {g}, cl);
-  b.load_checkpoint(ck);
-  b.train();
-  CHECK(same_parameters(*full.policy(), *b.policy()));
-  CHECK(full.task(0).best_step_time == b.task(0).best_step_time);
-  CHECK(anchor_plan(full.task(0)).device == anchor_plan(b.task(0)).device);
-  std::filesystem::remove(ck);
+  const auto [full, resumed] = full_and_resumed(c, g, cl, "reanchor.goparams");
+  CHECK(anchor_plan(full->task(0)).device == anchor_plan(resumed->task(0)).device);
 }
 
 // Block moves: a nearly deterministic anchored policy (head start 10: a row leaves the anchor's
@@ -589,6 +600,68 @@ TEST_CASE("PPO block moves: runs of the rows or of the depth-first topological o
   std::sort(moved_rows.begin(), moved_rows.end());
   CHECK(moved_dfs.back() - moved_dfs.front() + 1 == moved_dfs.size());    // one run of the depth-first order
   CHECK(moved_rows.back() - moved_rows.front() + 1 > moved_rows.size());  // not a run of the rows
+}
+
+// Other starting points (alt_starts): the anchor's runner-up placements within the margin. Every
+// sample a block move on one of them (nearly deterministic policy), each start is hill-climbed on
+// its own: its step time only falls, its actions always decode to a plan of that step time, and
+// the best plan is at least as good as every start. Off (alt_starts 0), alt_start_moves draws
+// nothing: the run is the one without it. A resumed run ends as the uninterrupted one.
+TEST_CASE("PPO with other starting points: each hill-climbed, deterministic, resumable", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = same_two();
+  const Simulator sim(g, cl);
+  auto config = [](int starts, double moves) {
+    TrainConfig c = anchored_on_default(7, 10.f, 6);
+    c.anchor_placements = "default,human,pipeline,m-etf";
+    c.block_moves = 1.0;
+    c.alt_starts = starts;
+    c.alt_start_moves = moves;
+    c.alt_start_margin = 10.0;  // every runner-up placement
+    return c;
+  };
+  auto step_of = [&](const GraphTask& t, const policy::Actions& a) {
+    return sim.simulate(policy::to_plan(policy::decode(g, t.pg, a, 2))).step_time;
+  };
+  PpoTrainer t(config(2, 1.0), {g}, cl);
+  REQUIRE(t.task(0).starts.size() == 2);
+  std::vector<double> first;
+  for (const auto& [a, time] : t.task(0).starts) {
+    CHECK(time >= t.task(0).anchor_step_time);
+    CHECK(step_of(t.task(0), a) == time);
+    first.push_back(time);
+  }
+  CHECK(first[0] <= first[1]);  // best first
+  int improved = 0;
+  t.train([&](const UpdateStats&) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto& [a, time] = t.task(0).starts[k];
+      CHECK(step_of(t.task(0), a) == time);
+      CHECK(time <= first[k]);
+      CHECK(t.task(0).best_step_time <= time);
+    }
+  });
+  for (std::size_t k = 0; k < 2; ++k) improved += t.task(0).starts[k].second < first[k] ? 1 : 0;
+  CHECK(improved > 0);
+  // a margin of 0 leaves only runner-ups as fast as the anchor
+  TrainConfig tight = config(2, 1.0);
+  tight.alt_start_margin = 0;
+  PpoTrainer none(tight, {g}, cl);
+  for (const auto& st : none.task(0).starts) CHECK(st.second == none.task(0).anchor_step_time);
+  // off: no starts, and the moves' fraction changes nothing
+  PpoTrainer off(config(0, 1.0), {g}, cl), plain(config(0, 0.0), {g}, cl);
+  off.train();
+  plain.train();
+  CHECK(off.task(0).starts.empty());
+  CHECK(same_parameters(*off.policy(), *plain.policy()));
+  CHECK(off.task(0).best_plan.device == plain.task(0).best_plan.device);
+  // resume: the checkpoint holds the starts
+  TrainConfig c = config(2, 0.5);
+  c.block_moves = 0.5;
+  const auto [full, resumed] = full_and_resumed(c, g, cl, "alt_starts.ckpt");
+  for (std::size_t k = 0; k < 2; ++k) CHECK(full->task(0).starts[k].second == resumed->task(0).starts[k].second);
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"alt_start_moves": 1.5})"), Catch::Contains("alt_start_moves"));
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"alt_starts": -1})"), Catch::Contains("alt_starts"));
 }
 
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {

@@ -42,6 +42,15 @@
 //                                  // to one random device (annealing's move): proposals that can
 //                                  // become the best plan but enter neither the baseline nor the
 //                                  // loss (fine-tuning sets 0.5)
+//     "alt_starts": 0,             // other starting points for block moves: of the anchor's candidates
+//                                  // (go/rl/anchor.hpp), the best of each other placement whose step
+//                                  // time is within alt_start_margin of the anchor's, at most this
+//                                  // many; each is hill-climbed on its own (a block move on it that
+//                                  // simulates faster replaces it), and any of its plans can become the
+//                                  // best plan (and with reanchor the anchor) (fine-tuning sets 3)
+//     "alt_start_moves": 0.0,      // fraction of the block moves made on one of them (uniformly)
+//                                  // instead of on the policy's draw (fine-tuning sets 0.5)
+//     "alt_start_margin": 0.05,    // a start's step time is at most (1 + this) x the anchor's
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -95,6 +104,9 @@ struct TrainConfig {
   std::string anchor_placements = kAnchorPlacements;
   bool reanchor = false;
   double block_moves = 0.0;
+  int alt_starts = 0;
+  double alt_start_moves = 0.0;
+  double alt_start_margin = 0.05;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -129,6 +141,10 @@ struct TrainConfig {
     GO_CHECK(invalid_reward < min_valid_reward, "train config: \"invalid_reward\" ", invalid_reward,
              " must be below \"min_valid_reward\" ", min_valid_reward);
     GO_CHECK(block_moves >= 0 && block_moves <= 1, "train config: \"block_moves\" is ", block_moves, ", must be in [0, 1]");
+    GO_CHECK(alt_starts >= 0, "train config: \"alt_starts\" is ", alt_starts, ", must be >= 0");
+    GO_CHECK(alt_start_moves >= 0 && alt_start_moves <= 1, "train config: \"alt_start_moves\" is ", alt_start_moves,
+             ", must be in [0, 1]");
+    GO_CHECK(alt_start_margin >= 0, "train config: \"alt_start_margin\" is ", alt_start_margin, ", must be >= 0");
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
     GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
     {
@@ -179,6 +195,9 @@ struct TrainConfig {
             {"anchor_placements", anchor_placements},
             {"reanchor", reanchor},
             {"block_moves", block_moves},
+            {"alt_starts", alt_starts},
+            {"alt_start_moves", alt_start_moves},
+            {"alt_start_margin", alt_start_margin},
             {"threads", threads},
             {"checkpoint_every", checkpoint_every},
             {"seed", seed}};
@@ -224,6 +243,9 @@ struct TrainConfig {
       else if (k == "anchor_placements") f.string(c.anchor_placements);
       else if (k == "reanchor") f.boolean(c.reanchor);
       else if (k == "block_moves") f.number(c.block_moves);
+      else if (k == "alt_starts") f.integer(c.alt_starts);
+      else if (k == "alt_start_moves") f.number(c.alt_start_moves);
+      else if (k == "alt_start_margin") f.number(c.alt_start_margin);
       else if (k == "threads") f.integer(c.threads);
       else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
       else if (k == "seed") f.seed(c.seed);
@@ -231,7 +253,7 @@ struct TrainConfig {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, block_moves, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, "
                        "threads, "
                        "checkpoint_every, seed)");
       }

@@ -8,7 +8,8 @@
 //   go            the same, then `finetune` PPO updates of `finetune_samples` (128) samples on this
 //                 graph (PlaceOptions::finetune; -1 = budget / finetune_samples, so that GO gets the
 //                 simulator budget the search baselines get), re-anchored on every improvement, half
-//                 of the samples block moves (finetune_config);
+//                 of the samples block moves, half of those made on the other heuristic plans within
+//                 5% of the anchor, each hill-climbed on its own (finetune_config);
 //                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
 //                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
 //   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
@@ -111,6 +112,8 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
   cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
   cfg.block_moves = 0.5;
+  cfg.alt_starts = 3;  // half of the block moves on the best other heuristic plans within 5% of the anchor
+  cfg.alt_start_moves = 0.5;
   return cfg;
 }
 

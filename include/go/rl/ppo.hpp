@@ -100,6 +100,7 @@ struct BlockMove {
   std::int64_t begin = 0, end = 0;
   std::int32_t device = 0;
   bool depth_first = false;
+  std::int32_t start = -1;  // >= 0: the run was moved on GraphTask::starts[start], not on the policy's draw
 };
 
 // One graph being optimized, with what the trainer learned about it.
@@ -127,6 +128,10 @@ struct GraphTask {
   // layers, which the rows' own (Kahn's) order splits into hundreds of runs; the rows' order keeps
   // parallel branches together instead (half of the block moves use each).
   std::vector<std::int32_t> block_rows;
+  // Other starting points of block moves (TrainConfig::alt_starts): actions and step time, each the
+  // best plan found from it so far. Annealing from another heuristic plan ends elsewhere (WaveNet:
+  // from the human plan it reaches plans the METIS anchor's neighbourhood does not have).
+  std::vector<std::pair<policy::Actions, double>> starts;
 };
 
 // What one update did (also one row of the metrics CSV).
@@ -427,6 +432,7 @@ class PpoTrainer {
           s.value = out.value.value().item();
           s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
           if (s.block_moved()) {
+            if (s.move.start >= 0) s.actions = t.starts[static_cast<std::size_t>(s.move.start)].first.clone();
             s.actions.device = s.actions.device.clone();
             std::int32_t* dev = s.actions.device.data<std::int32_t>();
             for (std::int64_t p = s.move.begin; p < s.move.end; ++p)
@@ -503,6 +509,8 @@ class PpoTrainer {
       st.max_reward = std::max(st.max_reward, s.reward);
       ++t.samples;
       t.trace.add_at(s.valid, s.step_time, std::chrono::duration<double>(t_simulated - t.trace.origin()).count());
+      if (s.valid && s.move.start >= 0 && s.step_time < t.starts[static_cast<std::size_t>(s.move.start)].second)
+        t.starts[static_cast<std::size_t>(s.move.start)] = {s.actions.clone(), s.step_time};
       if (!s.valid) {
         ++t.invalid;
         ++invalid;
@@ -736,6 +744,16 @@ class PpoTrainer {
                                    {"priority", ints(g.pg.anchor_priority)},
                                    {"fuse", ints(g.pg.anchor_fuse)}};
       }
+      if (!g.starts.empty()) {
+        auto ints = [](const Tensor& a) {
+          return std::vector<std::int32_t>(a.data<std::int32_t>(), a.data<std::int32_t>() + a.numel());
+        };
+        nlohmann::json st = nlohmann::json::array();
+        for (const auto& [a, time] : g.starts)
+          st.push_back({{"device", ints(a.device)}, {"priority", ints(a.priority)}, {"fuse", ints(a.fuse)},
+                        {"step_time", time}});
+        graphs.back()["starts"] = std::move(st);
+      }
     }
     nlohmann::json meta = {{"format", "go-ppo-checkpoint"},
                            {"version", 1},
@@ -828,6 +846,23 @@ class PpoTrainer {
           };
           g.pg.set_anchor(tensor("device"), tensor("priority"), tensor("fuse"));
         }
+        if (j.contains("starts")) {
+          const auto& st = j.at("starts");
+          GO_CHECK(st.size() == g.starts.size(), path, ": graph ", i, " has ", st.size(),
+                   " other starting points in the checkpoint, this run chose ", g.starts.size());
+          for (std::size_t k = 0; k < st.size(); ++k) {
+            auto tensor = [&](const char* key) {
+              const auto v = st[k].at(key).get<std::vector<std::int32_t>>();
+              GO_CHECK(static_cast<std::int64_t>(v.size()) == g.pg.num_nodes, path, ": graph ", i, "'s starting point ",
+                       k, " has ", v.size(), " ", key, " actions for ", g.pg.num_nodes, " ops");
+              Tensor t = Tensor::empty(Shape{g.pg.num_nodes}, DType::i32);
+              std::copy(v.begin(), v.end(), t.data<std::int32_t>());
+              return t;
+            };
+            g.starts[k] = {policy::Actions{tensor("device"), tensor("priority"), tensor("fuse")},
+                           st[k].at("step_time").get<double>()};
+          }
+        }
       }
       updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
       adam_->set_step_count(lt.meta.at("adam_step").get<long long>());
@@ -850,8 +885,9 @@ class PpoTrainer {
   // (GraphTask::block_rows) are set to one random device, the move annealing makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
   // transfers. Such a sample is a proposal, not a draw of the policy: it can become the best plan
   // (and with reanchor the anchor) but enters neither the baseline nor the loss, whose advantages
-  // would otherwise credit the block's cost to the rows the policy drew. Drawn from the update's
-  // rng by graph and sample index, so every rank draws the same move for a sample.
+  // would otherwise credit the block's cost to the rows the policy drew. With alt_starts, a fraction
+  // alt_start_moves of the moves is made on one of GraphTask::starts instead of on the draw. Drawn
+  // from the update's rng by graph and sample index, so every rank draws the same move for a sample.
   BlockMove draw_block_move(const GraphTask& t, const Rng& urng, std::size_t graph, std::size_t k) const {
     BlockMove m;
     const int num_devices = t.sim->cluster().num_devices();
@@ -864,6 +900,8 @@ class PpoTrainer {
     m.end = std::min(n, m.begin + std::max<std::int64_t>(1, len));
     m.device = static_cast<std::int32_t>(r.uniform_int(static_cast<std::uint64_t>(num_devices)));
     m.depth_first = r.uniform_double() < 0.5;
+    if (!t.starts.empty() && r.uniform_double() < cfg_.alt_start_moves)
+      m.start = static_cast<std::int32_t>(r.uniform_int(t.starts.size()));
     return m;
   }
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
@@ -879,6 +917,9 @@ class PpoTrainer {
                                 cfg_.anchor_placements, cfg_.seed, &t.trace);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
+    for (std::size_t k = 0; k < a.alternatives.size() && static_cast<int>(k) < cfg_.alt_starts; ++k)
+      if (a.result.valid && a.alternatives[k].second <= (1 + cfg_.alt_start_margin) * a.result.step_time)
+        t.starts.push_back(a.alternatives[k]);
     if (a.result.valid) {
       t.best_step_time = a.result.step_time;
       t.best_plan = a.plan;
