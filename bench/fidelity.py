@@ -13,7 +13,7 @@ Then three more sections:
       1 - fused / non-fused against the saving our simulator predicts for `--fusion xla` over no
       fusion (default plan, one GPU), with (a) measured op times (a fused group keeps its measured
       library kernels' times and streams its other external bytes at its longest measured loop
-      member's rate: include/go/sim/simulator.hpp, "Fusion"), (b) the roofline, (c') the roofline
+      member's rate: include/go/sim/simulator/semantics.hpp, "Fusion"), (b) the roofline, (c') the roofline
       calibrated on this GPU's own profiles, and (d'') the measured op times with each fused group
       costed as its slowest member (computed here from the simulator's per-op times and groups, not
       a rule of the simulator); error in points;

@@ -1,10 +1,10 @@
 #pragma once
 // Fusion legality: which groups of ops a compiler can run as one kernel. The one model behind the
-// simulator's verdict (sim/simulator.hpp, sim/plan.hpp check_plan), the XLA-like heuristic
-// (baselines/fusion.hpp), the GO policy's fusion mask and decode repair (policy/features.hpp,
-// policy/decode.hpp) and annealing (baselines/search.hpp). Without it the simulator would run any
-// convex same-device group as one kernel: a convolution's gradient fused with the elementwise op
-// that reads it, or a chain of matmuls, kernels no compiler builds.
+// simulator's verdict (sim/simulator/event_loop.hpp, sim/plan.hpp check_plan), the XLA-like
+// heuristic (baselines/fusion.hpp), the GO policy's fusion mask and decode repair
+// (policy/features.hpp, policy/decode.hpp) and annealing (baselines/search.hpp). Without it the
+// simulator would run any convex same-device group as one kernel: a convolution's gradient fused
+// with the elementwise op that reads it, or a chain of matmuls, kernels no compiler builds.
 //
 // Every op has a fusion class (fusion_class(), by kind and role):
 //   source     input, constant (graph feeds, constants, weight variables): kernels read them, none

@@ -6,13 +6,14 @@
 // launch overheads are left out, so the bounds hold for any placement, priorities and channel model.
 //   unfused: the floor of an op is its time go::op_time on the fastest device kind of the cluster;
 //            it bounds every plan without fusion groups.
-//   fused:   the floor is what the op adds to any fusion group it can be in (go/sim/simulator.hpp,
-//            "Fusion"): a roofline op its FLOPs / (peak * efficiency), a measured library kernel its
-//            time less one launch, every other op (measured loop ops, views, inputs) nothing. A
-//            group costs at least the sum of its members' floors, a group's members on a path run
-//            one after the other inside it, and a path never re-enters a group (groups are convex),
-//            so the bound holds for every plan, fused or not, whatever fusion rules allow. It is
-//            loose where a graph's time is memory traffic (fusing can remove only part of it).
+//   fused:   the floor is what the op adds to any fusion group it can be in
+//            (go/sim/simulator/semantics.hpp, "Fusion"): a roofline op its FLOPs /
+//            (peak * efficiency), a measured library kernel its time less one launch, every other
+//            op (measured loop ops, views, inputs) nothing. A group costs at least the sum of its
+//            members' floors, a group's members on a path run one after the other inside it, and a
+//            path never re-enters a group (groups are convex), so the bound holds for every plan,
+//            fused or not, whatever fusion rules allow. It is loose where a graph's time is memory
+//            traffic (fusing can remove only part of it).
 #include <algorithm>
 #include <cstddef>
 #include <vector>

@@ -5,7 +5,7 @@
 //   priority[i] float, scheduling priority, higher runs first among the ops ready on a device
 //               (empty: first ready, first run, TensorFlow's executor order);
 //   fusion[i]   int32, fusion group id in [0, num_ops), -1 = unfused (empty: no fusion). Ops sharing
-//               an id run as one kernel (see simulator.hpp).
+//               an id run as one kernel (see simulator/semantics.hpp, "Fusion").
 // A plan is valid for a graph and a cluster when every device is in range, every fusion group sits
 // on one device, every fusion group is a kernel a compiler builds (go/graph/fusion_rules.hpp; when
 // asked, on by default) and the fusion groups leave the graph acyclic (each group convex: no path
