@@ -22,6 +22,7 @@
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
 // least memory excess.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -53,8 +54,8 @@ struct Anchor {
   SimResult result;
   policy::Actions actions;  // rows in the PolicyGraph's order
   int candidates = 0;       // plans simulated to choose it
-  // The best valid candidate of each other placement, best first (their actions and step times):
-  // other starting points for fine-tuning's block moves.
+  // The best valid candidate of each other placement in the anchor's tie order (so that their actions
+  // decode to these step times), best first: other starting points for fine-tuning's block moves.
   std::vector<std::pair<policy::Actions, double>> alternatives;
 
   std::string describe() const {
@@ -132,8 +133,12 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     int ranked, fused;
   };
   std::vector<Tried> tried;
-  std::vector<std::pair<double, bool>> per_placement(placements.size(), {0.0, false});
-  std::vector<policy::Actions> per_placement_actions(placements.size());
+  struct PlacementBest {
+    bool set = false;
+    double step_time = 0;
+    policy::Actions actions;
+  };
+  std::vector<std::array<PlacementBest, 2>> per_placement(placements.size());  // [first-ready, program order]
   auto candidate = [&](std::size_t pi, int ranked, int fused, bool program_order) {
     const Plan& base = placements[pi].second;
     Plan p;
@@ -149,10 +154,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     if (trace) trace->add(valid, r.step_time);
     const double key = valid ? r.step_time : memory_excess(r, c);
     if (program_order) tried.push_back({valid, key, pi, ranked, fused});
-    if (valid && (!per_placement[pi].second || r.step_time < per_placement[pi].first)) {
-      per_placement[pi] = {r.step_time, true};
-      per_placement_actions[pi] = policy::actions_from_plan(g, pg, dp, priority_levels);
-    }
+    PlacementBest& pb = per_placement[pi][program_order ? 1 : 0];
+    if (valid && (!pb.set || r.step_time < pb.step_time))
+      pb = {true, r.step_time, policy::actions_from_plan(g, pg, dp, priority_levels)};
     if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
       best_valid = valid;
       best_key = key;
@@ -177,12 +181,15 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   for (std::size_t i = 0; i < std::min(kFirstReadyTries, tried.size()); ++i)
     candidate(tried[i].placement, tried[i].ranked, tried[i].fused, false);
   best.candidates = evaluated;
+  const int order = best.program_order ? 1 : 0;
   std::vector<std::size_t> others;
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
-    if (per_placement[pi].second && placements[pi].first != best.placement) others.push_back(pi);
-  std::stable_sort(others.begin(), others.end(),
-                   [&](std::size_t a, std::size_t b) { return per_placement[a].first < per_placement[b].first; });
-  for (std::size_t pi : others) best.alternatives.emplace_back(per_placement_actions[pi], per_placement[pi].first);
+    if (per_placement[pi][order].set && placements[pi].first != best.placement) others.push_back(pi);
+  std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
+    return per_placement[a][order].step_time < per_placement[b][order].step_time;
+  });
+  for (std::size_t pi : others)
+    best.alternatives.emplace_back(per_placement[pi][order].actions, per_placement[pi][order].step_time);
   return best;
 }
 
