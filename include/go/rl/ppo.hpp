@@ -736,22 +736,14 @@ class PpoTrainer {
                         {"samples", g.samples},
                         {"invalid", g.invalid},
                         {"best", best}});
-      if (cfg_.reanchor && g.pg.has_anchor()) {  // moved by the updates: a resumed run needs it
-        auto ints = [](const Tensor& a) {
-          return std::vector<std::int32_t>(a.data<std::int32_t>(), a.data<std::int32_t>() + a.numel());
-        };
-        graphs.back()["anchor"] = {{"device", ints(g.pg.anchor_device)},
-                                   {"priority", ints(g.pg.anchor_priority)},
-                                   {"fuse", ints(g.pg.anchor_fuse)}};
-      }
+      if (cfg_.reanchor && g.pg.has_anchor())  // moved by the updates: a resumed run needs it
+        graphs.back()["anchor"] = actions_json({g.pg.anchor_device, g.pg.anchor_priority, g.pg.anchor_fuse});
       if (!g.starts.empty()) {
-        auto ints = [](const Tensor& a) {
-          return std::vector<std::int32_t>(a.data<std::int32_t>(), a.data<std::int32_t>() + a.numel());
-        };
         nlohmann::json st = nlohmann::json::array();
-        for (const auto& [a, time] : g.starts)
-          st.push_back({{"device", ints(a.device)}, {"priority", ints(a.priority)}, {"fuse", ints(a.fuse)},
-                        {"step_time", time}});
+        for (const auto& [a, time] : g.starts) {
+          st.push_back(actions_json(a));
+          st.back()["step_time"] = time;
+        }
         graphs.back()["starts"] = std::move(st);
       }
     }
@@ -835,33 +827,17 @@ class PpoTrainer {
           check_plan_sizes(g.best_plan, g.graph->num_ops(), path + ": best plan: ");
         }
         if (j.contains("anchor") && g.pg.has_anchor()) {
-          const auto& an = j.at("anchor");
-          auto tensor = [&](const char* key) {
-            const auto v = an.at(key).get<std::vector<std::int32_t>>();
-            GO_CHECK(static_cast<std::int64_t>(v.size()) == g.pg.num_nodes, path, ": graph ", i, "'s anchor has ",
-                     v.size(), " ", key, " actions for ", g.pg.num_nodes, " ops");
-            Tensor t = Tensor::empty(Shape{g.pg.num_nodes}, DType::i32);
-            std::copy(v.begin(), v.end(), t.data<std::int32_t>());
-            return t;
-          };
-          g.pg.set_anchor(tensor("device"), tensor("priority"), tensor("fuse"));
+          policy::Actions a = actions_from_json(j.at("anchor"), g.pg.num_nodes, path + ": graph " + std::to_string(i) + "'s anchor");
+          g.pg.set_anchor(std::move(a.device), std::move(a.priority), std::move(a.fuse));
         }
         if (j.contains("starts")) {
           const auto& st = j.at("starts");
           GO_CHECK(st.size() == g.starts.size(), path, ": graph ", i, " has ", st.size(),
                    " other starting points in the checkpoint, this run chose ", g.starts.size());
-          for (std::size_t k = 0; k < st.size(); ++k) {
-            auto tensor = [&](const char* key) {
-              const auto v = st[k].at(key).get<std::vector<std::int32_t>>();
-              GO_CHECK(static_cast<std::int64_t>(v.size()) == g.pg.num_nodes, path, ": graph ", i, "'s starting point ",
-                       k, " has ", v.size(), " ", key, " actions for ", g.pg.num_nodes, " ops");
-              Tensor t = Tensor::empty(Shape{g.pg.num_nodes}, DType::i32);
-              std::copy(v.begin(), v.end(), t.data<std::int32_t>());
-              return t;
-            };
-            g.starts[k] = {policy::Actions{tensor("device"), tensor("priority"), tensor("fuse")},
+          for (std::size_t k = 0; k < st.size(); ++k)
+            g.starts[k] = {actions_from_json(st[k], g.pg.num_nodes,
+                                             path + ": graph " + std::to_string(i) + "'s starting point " + std::to_string(k)),
                            st[k].at("step_time").get<double>()};
-          }
         }
       }
       updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
@@ -880,6 +856,25 @@ class PpoTrainer {
   }
 
  private:
+  // Actions in a checkpoint: {"device": [...], "priority": [...], "fuse": [...]}, one entry per row.
+  static nlohmann::json actions_json(const policy::Actions& a) {
+    auto ints = [](const Tensor& t) {
+      return std::vector<std::int32_t>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());
+    };
+    return {{"device", ints(a.device)}, {"priority", ints(a.priority)}, {"fuse", ints(a.fuse)}};
+  }
+  static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what) {
+    auto tensor = [&](const char* key) {
+      const auto v = j.at(key).get<std::vector<std::int32_t>>();
+      GO_CHECK(static_cast<std::int64_t>(v.size()) == rows, what, " has ", v.size(), " ", key, " actions for ", rows,
+               " ops");
+      Tensor t = Tensor::empty(Shape{rows}, DType::i32);
+      std::copy(v.begin(), v.end(), t.data<std::int32_t>());
+      return t;
+    };
+    return {tensor("device"), tensor("priority"), tensor("fuse")};
+  }
+
   // With probability block_moves, a sample's devices on a run (start uniform, length log-uniform
   // in [1, n / D]) of the rows or, with probability 1/2, of the depth-first topological order
   // (GraphTask::block_rows) are set to one random device, the move annealing makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
