@@ -250,7 +250,8 @@ void bind_optimize(py::module_& m) {
 
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
                     std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
-                    std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit) {
+                    std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit,
+                    const std::string& anchor_ties) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -264,6 +265,11 @@ void bind_optimize(py::module_& m) {
     o.sim.cost = go::parse_cost_source(cost);
     GO_CHECK(time_limit >= 0, "gopt.place: time_limit must be >= 0 seconds, got ", time_limit);
     o.time_limit = time_limit;
+    if (!anchor_ties.empty()) {
+      const std::string problem = go::rl::list_problem(anchor_ties, go::rl::kAnchorTieOrders);
+      GO_CHECK(problem.empty(), "gopt.place: anchor_ties ", problem);
+    }
+    o.anchor_ties = anchor_ties;
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -283,13 +289,15 @@ void bind_optimize(py::module_& m) {
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
      py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
-     py::arg("time_limit") = 0.0, R"doc(
+     py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
-time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s).
+time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s);
+anchor_ties: best-heuristic, anneal-anchor and the go methods: the anchor's orders of one priority level's
+ops, from "program,first-ready,latest" ("": "program,first-ready"), as gopt place --anchor-ties.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

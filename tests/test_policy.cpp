@@ -534,7 +534,7 @@ TEST_CASE("decode: ops of one priority level run in program order, not first-rea
   for (std::size_t i = 0; i < n; ++i) CHECK(fr.priority[i] == std::floor(plan.priority[i]));
   CHECK(go::Simulator(g, cl).simulate(fr).step_time * 1e3 == Approx(fifo));
   PolicyGraph pg_fr = PolicyGraph::from_graph(g);
-  pg_fr.program_order = false;
+  pg_fr.ties = TieOrder::first_ready;
   CHECK(to_plan(decode(g, pg_fr, act, 2)).priority == fr.priority);
 
   // Neither order is best everywhere: a1 -> a2 -> a3 -> a4 and b1 (1 ms each, device 0), b1 -> c
@@ -557,6 +557,41 @@ TEST_CASE("decode: ops of one priority level run in program order, not first-rea
       go::Simulator(g2, cl).simulate(to_plan(decode(g2, pg2, act2, 2, {.ties = TieOrder::first_ready}))).step_time * 1e3;
   CHECK(prog2 == Approx(10.1).margin(0.2));
   CHECK(fifo2 == Approx(7.1).margin(0.2));
+
+  // Latest-first: a0 (1 ms) feeds two side ops s1, s2 and a chain a1 -> a2 -> a3 (1 ms each, all on
+  // device 0); a3 feeds d (5 ms, device 1). The rows (Kahn's order) are a0, s1, s2, a1, a2, a3, d.
+  // First-ready runs s1 and s2 before a1 (ready at the same time, earlier rows): d starts at 6.1 ms
+  // and ends at 11.1. Latest-first runs the ready op of the latest row: a1, a2, a3 back to back, d
+  // starts at 4.1 ms and ends at 9.1 while s1 and s2 fill device 0 until 6.
+  go_test::Tiny t3;
+  const OpId a0 = t3.op("a0", 1.0, 1000);
+  t3.op("s1", 1.0, 1000, {a0});
+  t3.op("s2", 1.0, 1000, {a0});
+  OpId chain = a0;
+  for (int i = 1; i <= 3; ++i) chain = t3.op("a" + std::to_string(i), 1.0, 1000, {chain});
+  const OpId d3 = t3.op("d", 5.0, 1000, {chain});
+  const OpGraph g3 = t3.build();
+  PolicyGraph pg3 = PolicyGraph::from_graph(g3);
+  const auto n3 = static_cast<std::int64_t>(g3.num_ops());
+  REQUIRE(g3.name(pg3.order[1]) == "s1");
+  REQUIRE(g3.name(pg3.order[3]) == "a1");
+  Actions act3{Tensor::zeros(Shape{n3}, DType::i32), Tensor::zeros(Shape{n3}, DType::i32),
+               Tensor::zeros(Shape{n3}, DType::i32)};
+  act3.device.data<std::int32_t>()[pg3.row_of[static_cast<std::size_t>(d3)]] = 1;
+  const Decision latest = decode(g3, pg3, act3, 2, {.ties = TieOrder::latest});
+  REQUIRE(latest.tie.size() == static_cast<std::size_t>(n3));
+  for (std::int64_t r = 0; r < n3; ++r) {
+    const float tie = latest.tie[static_cast<std::size_t>(pg3.order[static_cast<std::size_t>(r)])];
+    CHECK(tie >= 0.f);
+    CHECK(tie < 1.f);
+    if (r > 0) CHECK(tie > latest.tie[static_cast<std::size_t>(pg3.order[static_cast<std::size_t>(r - 1)])]);
+  }
+  const go::Simulator sim3(g3, cl);
+  CHECK(sim3.simulate(to_plan(latest)).step_time * 1e3 == Approx(9.1).margin(0.2));
+  CHECK(sim3.simulate(to_plan(decode(g3, pg3, act3, 2, {.ties = TieOrder::first_ready}))).step_time * 1e3 ==
+        Approx(11.1).margin(0.2));
+  pg3.ties = TieOrder::latest;  // the graph's default (what the anchor sets)
+  CHECK(to_plan(decode(g3, pg3, act3, 2)).priority == to_plan(latest).priority);
 }
 
 TEST_CASE("GoPolicy on a zoo training graph: one pass, decoded into a plan the simulator accepts", "[policy]") {

@@ -31,6 +31,7 @@ struct EvalCliOptions {
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
   double time_limit = 0;
+  std::string anchor_ties;
   std::string policy, trace_dir;
   bool training = false;
 };
@@ -106,6 +107,7 @@ void run_eval(const EvalCliOptions& o) {
   po.policy = o.policy;
   po.finetune = o.finetune;
   po.time_limit = o.time_limit;
+  po.anchor_ties = o.anchor_ties;
   po.sim.cost = cost;
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
@@ -192,6 +194,7 @@ void add_eval_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)->check(anchor_ties_check());
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")

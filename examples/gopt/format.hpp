@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "go/core/error.hpp"
+#include "go/rl/config.hpp"
 
 namespace gopt {
 
@@ -22,6 +23,15 @@ inline constexpr const char* kFusionHelp =
 inline constexpr const char* kTimeLimitHelp =
     "anneal, anneal-anchor, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
     "then trains as many updates as go; exact then stops after 60 s)";
+inline constexpr const char* kAnchorTiesHelp =
+    "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level the anchor tries, from "
+    "program,first-ready,latest: every candidate in the first, its best four in each other one (default "
+    "program,first-ready; latest = the op latest in topological order first)";
+// Checks --anchor-ties as the training config checks "anchor_ties".
+inline CLI::Validator anchor_ties_check() {
+  return CLI::Validator(
+      [](std::string& s) { return go::rl::list_problem(s, go::rl::kAnchorTieOrders); }, "LIST");
+}
 inline constexpr const char* kCostHelp =
     "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "
     "roofline cost model alone (measured times ignored, to judge the cost model)";

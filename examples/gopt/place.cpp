@@ -25,6 +25,7 @@ struct PlaceCliOptions {
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
   double time_limit = 0;
+  std::string anchor_ties;
   std::string policy;
   bool training = false, json = false;
 };
@@ -42,6 +43,7 @@ void run_place(const PlaceCliOptions& o) {
   po.policy = o.policy;
   po.finetune = o.finetune;
   po.time_limit = o.time_limit;
+  po.anchor_ties = o.anchor_ties;
   po.sim.cost = cost;
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
@@ -97,6 +99,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)->check(anchor_ties_check());
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")

@@ -591,6 +591,22 @@ class CliEquality(unittest.TestCase):
         self.assertEqual(j["edges"], g.num_edges)
         self.assertAlmostEqual(j["flops"], g.flops.sum(), delta=1e-9 * j["flops"])
 
+    def test_anchor_ties(self):
+        # latest-first order on request, as gopt place --anchor-ties; a bad list is a gopt.Error
+        g = gopt.load_graph("zoo:rnnlm2", training=True)
+        ties = "program,first-ready,latest"
+        plain = gopt.place(g, "v100x2", "best-heuristic")
+        latest = gopt.place(g, "v100x2", "best-heuristic", anchor_ties=ties)
+        j = json.loads(self.cli("place", "zoo:rnnlm2", "--training", "--cluster", "v100x2", "--method",
+                                "best-heuristic", "--anchor-ties", ties, "--json"))
+        self.assertEqual(latest.step_time_ms, j["step_time_ms"])
+        self.assertIn("latest-first order", latest.note)
+        self.assertNotIn("latest-first", plain.note)
+        self.assertLess(latest.step_time_ms, plain.step_time_ms)
+        self.assertEqual(latest.simulations, plain.simulations + 4)
+        with self.assertRaisesRegex(gopt.Error, "anchor_ties has 'last'"):
+            gopt.place(g, "v100x2", "best-heuristic", anchor_ties="program,last")
+
     def test_place_and_simulate(self):
         g = gopt.load_graph(RESNET18, training=True)
         with tempfile.TemporaryDirectory() as d:

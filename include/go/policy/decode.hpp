@@ -8,8 +8,8 @@
 //   1. device[op] = the sampled device of op's row. With `colocate`, every op of a colocation
 //      group moves to the device of the group's first op in topological order.
 //   2. priority[op] = the sampled level (higher runs first among ready ops); within a level, ops
-//      run in program order (tie = PolicyGraph::tie, added by to_plan) or first-ready
-//      (DecodeOptions::ties; by default the PolicyGraph's program_order flag).
+//      run in program order (tie = PolicyGraph::tie, added by to_plan), first-ready, or latest in
+//      topological order first (DecodeOptions::ties; by default the PolicyGraph's `ties`).
 //   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producers"
 //      joins the group of each of its producers p in turn (go::for_each_fusion_producer: the
 //      producers of its data inputs, first input first; for an op with only control inputs, its
@@ -43,7 +43,7 @@ namespace go::policy {
 struct Decision {
   std::vector<std::int32_t> device;        // per OpId
   std::vector<std::int32_t> priority;      // per OpId, in [0, P)
-  std::vector<float> tie;                  // per OpId, [0, 1), PolicyGraph::tie (empty: first-ready)
+  std::vector<float> tie;                  // per OpId, [0, 1), larger runs first in a level (empty: first-ready)
   std::vector<std::int32_t> fusion_group;  // per OpId, -1 unfused
   std::int32_t num_devices = 0;
   // statistics of rule 3
@@ -55,10 +55,6 @@ struct Decision {
   std::int64_t refused_cycle = 0;      // the merge would create a cycle (or the search budget ran out)
   std::int64_t num_groups = 0;         // groups of two ops or more
 };
-
-// How ops of one priority level are ordered: as the PolicyGraph says (its program_order flag, which
-// the anchor sets per graph and cluster), in program order (PolicyGraph::tie), or first-ready.
-enum class TieOrder : std::uint8_t { graph, program, first_ready };
 
 struct DecodeOptions {
   bool colocate = true;
@@ -124,7 +120,16 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const auto N = static_cast<std::size_t>(n);
   d.device.resize(N);
   d.priority.resize(N);
-  if (opt.ties == TieOrder::program || (opt.ties == TieOrder::graph && pg.program_order)) d.tie = pg.tie;
+  const TieOrder ties = opt.ties == TieOrder::graph ? pg.ties : opt.ties;
+  if (ties == TieOrder::program) {
+    d.tie = pg.tie;
+  } else if (ties == TieOrder::latest) {
+    d.tie.resize(N);
+    const float below_one = std::nextafter(1.f, 0.f);
+    for (std::size_t r = 0; r < N; ++r)
+      d.tie[static_cast<std::size_t>(pg.order[r])] =
+          std::min(below_one, static_cast<float>(static_cast<double>(r) / static_cast<double>(N)));
+  }
   d.fusion_group.assign(N, -1);
   for (std::int32_t i = 0; i < n; ++i) {
     const std::int32_t r = pg.row_of[static_cast<std::size_t>(i)];

@@ -182,12 +182,11 @@ class GoPolicy : public nn::Module {
       return;
     }
     const Trunk t = trunk(g, num_devices);
-    Trunk leaf;  // the shared results as leaves: each output's backward stops there
+    Trunk leaf;  // the shared results tails() reads, as leaves: each output's backward stops there
     auto as_leaf = [](const Variable& v) { return Variable(v.value(), v.requires_grad()); };
     leaf.h = as_leaf(t.h);
     leaf.context = as_leaf(t.context);
     leaf.zp = as_leaf(t.zp);
-    leaf.dev = t.dev;
     leaf.device_logits = as_leaf(t.device_logits);
     leaf.value = as_leaf(t.value);
     for (std::size_t k = 0; k < given.size(); ++k) {
@@ -238,7 +237,7 @@ class GoPolicy : public nn::Module {
   // What no sampled action influences: encoder output, graph context, placement blocks, the
   // device embeddings in use, placement logits and the value.
   struct Trunk {
-    Variable h, context, zp, dev, device_logits, value;
+    Variable h, context, zp, dev, device_logits, value;  // dev: the device table; only trunk() reads it
   };
   Trunk trunk(const PolicyGraph& g, int num_devices) const {
     Trunk t;

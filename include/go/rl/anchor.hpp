@@ -49,7 +49,7 @@ struct Anchor {
   std::string placement;  // one of kAnchorPlacements
   bool ranked = false;    // upward-rank priority levels
   bool fused = false;     // XLA-like fusion
-  bool program_order = true;  // ops of one priority level in program order, else first-ready
+  policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
   policy::Actions actions;  // rows in the PolicyGraph's order
@@ -60,7 +60,9 @@ struct Anchor {
 
   std::string describe() const {
     return placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "") +
-           (program_order ? "" : " + first-ready order");
+           (ties == policy::TieOrder::first_ready ? " + first-ready order"
+            : ties == policy::TieOrder::latest    ? " + latest-first order"
+                                                  : "");
   }
 };
 
@@ -85,12 +87,22 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
-// `which`: comma-separated subset of kAnchorPlacements. A heuristic that cannot handle
+// `which`: comma-separated subset of kAnchorPlacements; `ties`: of kAnchorTieOrders, the first for
+// every candidate, then the best four again in each other one. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 // `trace` (optional) records every candidate's simulation, in the order they are simulated.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
-                            std::uint64_t seed = 0, BestTrace* trace = nullptr) {
+                            std::uint64_t seed = 0, BestTrace* trace = nullptr,
+                            const std::string& ties = kAnchorTies) {
+  std::vector<policy::TieOrder> orders;
+  for (const std::string& t : comma_items(ties)) {
+    GO_CHECK(t == "program" || t == "first-ready" || t == "latest", "anchor: unknown tie order '", t,
+             "', expected a comma-separated list of ", kAnchorTieOrders);
+    orders.push_back(t == "program" ? policy::TieOrder::program
+                     : t == "latest" ? policy::TieOrder::latest
+                                     : policy::TieOrder::first_ready);
+  }
   std::vector<std::pair<std::string, Plan>> placements;
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
   if (wanted("default")) placements.emplace_back("default", default_plan(g));
@@ -138,23 +150,24 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     double step_time = 0;
     policy::Actions actions;
   };
-  std::vector<std::array<PlacementBest, 2>> per_placement(placements.size());  // [first-ready, program order]
-  auto candidate = [&](std::size_t pi, int ranked, int fused, bool program_order) {
+  // per placement and tie order (indexed by TieOrder)
+  std::vector<std::array<PlacementBest, 4>> per_placement(placements.size());
+  auto candidate = [&](std::size_t pi, int ranked, int fused, policy::TieOrder ties) {
     const Plan& base = placements[pi].second;
     Plan p;
     p.device = base.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : base.device;
     if (ranked) p.priority = ranks;
     if (fused) apply_xla_fusion(g, p);
     const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
-    dopt.ties = program_order ? policy::TieOrder::program : policy::TieOrder::first_ready;
+    dopt.ties = ties;
     Plan dp = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
     SimResult r = sim.simulate(dp, ws);
     ++evaluated;
     const bool valid = r.valid && std::isfinite(r.step_time);
     if (trace) trace->add(valid, r.step_time);
     const double key = valid ? r.step_time : memory_excess(r, c);
-    if (program_order) tried.push_back({valid, key, pi, ranked, fused});
-    PlacementBest& pb = per_placement[pi][program_order ? 1 : 0];
+    if (ties == orders[0]) tried.push_back({valid, key, pi, ranked, fused});
+    PlacementBest& pb = per_placement[pi][static_cast<std::size_t>(ties)];
     if (valid && (!pb.set || r.step_time < pb.step_time))
       pb = {true, r.step_time, policy::actions_from_plan(g, pg, dp, priority_levels)};
     if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
@@ -163,7 +176,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       best.placement = placements[pi].first;
       best.ranked = ranked != 0;
       best.fused = fused != 0;
-      best.program_order = program_order;
+      best.ties = ties;
       best.actions = policy::actions_from_plan(g, pg, dp, priority_levels);
       best.plan = std::move(dp);
       best.result = std::move(r);
@@ -171,17 +184,19 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   };
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     for (int ranked = 0; ranked < 2; ++ranked)
-      for (int fused = 0; fused < 2; ++fused) candidate(pi, ranked, fused, true);
+      for (int fused = 0; fused < 2; ++fused) candidate(pi, ranked, fused, orders[0]);
   // Program order is the better tie order on most graphs (wide ones by far), first-ready on some
-  // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms): the best few candidates are also tried with it.
-  constexpr std::size_t kFirstReadyTries = 4;
+  // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms) and latest-first on others (RNNLM, Inception-v3,
+  // WaveNet 4: 0.5-2.4%): the best few candidates are also tried in each other order asked for.
+  constexpr std::size_t kOtherTieTries = 4;
   std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) {
     return a.valid != b.valid ? a.valid : a.key < b.key;
   });
-  for (std::size_t i = 0; i < std::min(kFirstReadyTries, tried.size()); ++i)
-    candidate(tried[i].placement, tried[i].ranked, tried[i].fused, false);
+  for (std::size_t o = 1; o < orders.size(); ++o)
+    for (std::size_t i = 0; i < std::min(kOtherTieTries, tried.size()); ++i)
+      candidate(tried[i].placement, tried[i].ranked, tried[i].fused, orders[o]);
   best.candidates = evaluated;
-  const int order = best.program_order ? 1 : 0;
+  const auto order = static_cast<std::size_t>(best.ties);
   std::vector<std::size_t> others;
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     if (per_placement[pi][order].set && placements[pi].first != best.placement) others.push_back(pi);
@@ -196,10 +211,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
 // Computes the anchor and stores its actions in pg.
 inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                          int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
-                         std::uint64_t seed = 0, BestTrace* trace = nullptr) {
-  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace);
+                         std::uint64_t seed = 0, BestTrace* trace = nullptr, const std::string& ties = kAnchorTies) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, ties);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
-  pg.program_order = a.program_order;
+  pg.ties = a.ties;
   return a;
 }
 

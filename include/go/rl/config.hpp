@@ -34,6 +34,10 @@
 //     "colocate": true,            // decoding honours colocation groups
 //     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
+//     "anchor_ties": "program,first-ready",  // orders of the ops of one priority level the anchor
+//                                  // tries: every candidate in the first, its best four in each
+//                                  // other one; "latest" (latest in topological order first) is
+//                                  // the third (off by default: bench/README.md "Latest-first order")
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
@@ -60,7 +64,9 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +79,33 @@ namespace go::rl {
 
 // Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them.
 inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft";
+// Every order of the ops of one priority level the anchor can try, and those it tries by default.
+inline const std::string kAnchorTieOrders = "program,first-ready,latest";
+inline const std::string kAnchorTies = "program,first-ready";
+
+// The items of a comma-separated list (empty items kept, for the caller to refuse).
+inline std::vector<std::string> comma_items(const std::string& list) {
+  std::vector<std::string> out;
+  for (std::size_t b = 0; b <= list.size();) {
+    const std::size_t e = std::min(list.find(',', b), list.size());
+    out.push_back(list.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+// What is wrong with a comma-separated list whose items must be among `known` (also a list), each at
+// most once; "" when nothing is.
+inline std::string list_problem(const std::string& list, const std::string& known) {
+  std::vector<std::string> seen;
+  for (const std::string& m : comma_items(list)) {
+    if (m.empty() || ("," + known + ",").find("," + m + ",") == std::string::npos)
+      return "has '" + m + "', expected a comma-separated list of " + known;
+    if (std::find(seen.begin(), seen.end(), m) != seen.end()) return "lists '" + m + "' twice";
+    seen.push_back(m);
+  }
+  return "";
+}
 
 struct TrainConfig {
   policy::PolicyConfig policy;
@@ -102,6 +135,7 @@ struct TrainConfig {
   bool training = false;
   bool colocate = true;
   std::string anchor_placements = kAnchorPlacements;
+  std::string anchor_ties = kAnchorTies;
   bool reanchor = false;
   double block_moves = 0.0;
   int alt_starts = 0;
@@ -147,17 +181,10 @@ struct TrainConfig {
     GO_CHECK(alt_start_margin >= 0, "train config: \"alt_start_margin\" is ", alt_start_margin, ", must be >= 0");
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
     GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
-    {
-      std::size_t b = 0, items = 0;
-      while (b <= anchor_placements.size()) {
-        const std::size_t e = std::min(anchor_placements.find(',', b), anchor_placements.size());
-        const std::string m = anchor_placements.substr(b, e - b);
-        GO_CHECK(!m.empty() && ("," + kAnchorPlacements + ",").find("," + m + ",") != std::string::npos,
-                 "train config: \"anchor_placements\" has '", m, "', expected a comma-separated list of ", kAnchorPlacements);
-        ++items;
-        b = e + 1;
-      }
-      GO_CHECK(items > 0, "train config: \"anchor_placements\" is empty");
+    for (const auto& [key, list, known] : {std::tuple{"anchor_placements", &anchor_placements, &kAnchorPlacements},
+                                           std::tuple{"anchor_ties", &anchor_ties, &kAnchorTieOrders}}) {
+      const std::string problem = list_problem(*list, *known);
+      GO_CHECK(problem.empty(), "train config: \"", key, "\" ", problem);
     }
     GO_CHECK(checkpoint_every >= 0, "train config: \"checkpoint_every\" is ", checkpoint_every, ", must be >= 0");
   }
@@ -193,6 +220,7 @@ struct TrainConfig {
             {"training", training},
             {"colocate", colocate},
             {"anchor_placements", anchor_placements},
+            {"anchor_ties", anchor_ties},
             {"reanchor", reanchor},
             {"block_moves", block_moves},
             {"alt_starts", alt_starts},
@@ -241,6 +269,7 @@ struct TrainConfig {
       else if (k == "training") f.boolean(c.training);
       else if (k == "colocate") f.boolean(c.colocate);
       else if (k == "anchor_placements") f.string(c.anchor_placements);
+      else if (k == "anchor_ties") f.string(c.anchor_ties);
       else if (k == "reanchor") f.boolean(c.reanchor);
       else if (k == "block_moves") f.number(c.block_moves);
       else if (k == "alt_starts") f.integer(c.alt_starts);
@@ -253,7 +282,7 @@ struct TrainConfig {
         GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                        "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                        "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, "
+                       "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, "
                        "threads, "
                        "checkpoint_every, seed)");
       }

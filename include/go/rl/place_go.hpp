@@ -66,7 +66,8 @@ namespace detail::go_method {
 inline Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po, BestTrace* trace = nullptr) {
   const Simulator sim(g, c, po.sim);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed, trace);
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed, trace,
+                       po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties);
 }
 
 inline std::string ms(double t) {
@@ -97,7 +98,8 @@ inline constexpr int kFinetuneSamples = 128;
 // 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
 // rows improve by 0.2-8.0% for 1.3-1.6x the time, and gnmt4 is not stalled.
 inline TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy,
-                                   std::int64_t finetune, int samples, std::uint64_t seed) {
+                                   std::int64_t finetune, int samples, std::uint64_t seed,
+                                   const std::string& anchor_ties = kAnchorTies) {
   const LoadedTensors lt = load_tensors(policy_path);
   TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
                         ? TrainConfig::from_saved_json(lt.meta.at("config"), policy_path + ": config")
@@ -110,6 +112,7 @@ inline TrainConfig finetune_config(const std::string& policy_path, const policy:
   cfg.samples = samples;
   cfg.minibatch = samples;
   cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
+  cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
   cfg.block_moves = 0.5;
   cfg.alt_starts = 3;  // half of the block moves on the best other heuristic plans within 5% of the anchor
@@ -127,6 +130,7 @@ struct GoPlaceOptions {
                                // included) has run this many seconds
   bool from_scratch = false;   // go-one: a fresh network of the policy file's architecture (its
                                // "seed" re-drawn from `seed`), trained on this graph alone
+  std::string anchor_ties = kAnchorTies;  // the anchor's tie orders (TrainConfig::anchor_ties)
 };
 
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
@@ -149,7 +153,8 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
     pc.seed = o.seed + 1;  // a fresh draw of the same architecture
     pol = std::make_shared<policy::GoPolicy>(pc);
   }
-  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed);
+  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties);
+  cfg.validate();
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -232,6 +237,7 @@ inline void register_go_methods(const std::string& default_policy, int samples =
       o.seed = po.seed;
       o.time_limit = po.time_limit;
       o.from_scratch = kind == Kind::one;
+      if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
       const std::int64_t updates =
           po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
       o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;

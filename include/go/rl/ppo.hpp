@@ -358,16 +358,10 @@ class PpoTrainer {
     std::vector<std::pair<Plan, SimResult>> out(decisions.size());
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(out.size())));
-    std::vector<SimWorkspace> ws(static_cast<std::size_t>(nthreads));
-    std::vector<bool> ready(static_cast<std::size_t>(nthreads), false);
+    reserve_workspaces(t, nthreads);
     parallel_items(0, out.size(), nthreads, "go: simulation failed", [&](int tid, std::size_t j) {
-      const auto ti = static_cast<std::size_t>(tid);
-      if (!ready[ti]) {
-        ws[ti] = t.sim->make_workspace();
-        ready[ti] = true;
-      }
       out[j].first = plan_of(t, decisions[j]);
-      out[j].second = t.sim->simulate(out[j].first, ws[ti]);
+      out[j].second = t.sim->simulate(out[j].first, workspace_of(t, tid));
     });
     const double done = t.trace.seconds();
     for (const auto& [p, r] : out) t.trace.add_at(r.valid, r.step_time, done);
@@ -447,18 +441,13 @@ class PpoTrainer {
     // 3. decode + simulate in parallel
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(own_end - own_begin)));
-    for (std::size_t gi : sel) {
-      auto& ws = tasks_[gi]->workspaces;
-      while (static_cast<int>(ws.size()) < nthreads) ws.emplace_back();
-    }
+    for (std::size_t gi : sel) reserve_workspaces(*tasks_[gi], nthreads);
     {
       parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {
         Sample& s = samples[j];
         GraphTask& t = *tasks_[s.graph];
-        auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
-        if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
         s.plan = plan_of(t, s.actions);
-        s.result = t.sim->simulate(s.plan, wsv[0]);
+        s.result = t.sim->simulate(s.plan, workspace_of(t, tid));
       });
       for (std::size_t j = own_begin; j < own_end; ++j) {
         Sample& s = samples[j];
@@ -899,6 +888,16 @@ class PpoTrainer {
       m.start = static_cast<std::int32_t>(r.uniform_int(t.starts.size()));
     return m;
   }
+  // Simulation workspaces per thread and graph, made on a thread's first use and kept for later
+  // batches (zero_shot's and every update's).
+  static void reserve_workspaces(GraphTask& t, int nthreads) {
+    while (static_cast<int>(t.workspaces.size()) < nthreads) t.workspaces.emplace_back();
+  }
+  static SimWorkspace& workspace_of(GraphTask& t, int tid) {
+    auto& wsv = t.workspaces[static_cast<std::size_t>(tid)];
+    if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
+    return wsv[0];
+  }
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
@@ -909,7 +908,7 @@ class PpoTrainer {
   // METIS draws with the run's seed, so fine-tuning with seed s starts from best-heuristic's plan of s.
   void init_anchor(GraphTask& t) const {
     const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
-                                cfg_.anchor_placements, cfg_.seed, &t.trace);
+                                cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
     for (std::size_t k = 0; k < a.alternatives.size() && static_cast<int>(k) < cfg_.alt_starts; ++k)
