@@ -87,16 +87,16 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
-// `which`: comma-separated subset of kAnchorPlacements; `ties`: of kAnchorTieOrders, the first for
+// `which`: comma-separated subset of kAnchorPlacements; `tie_orders`: of kAnchorTieOrders, the first for
 // every candidate, then the best four again in each other one. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 // `trace` (optional) records every candidate's simulation, in the order they are simulated.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                             std::uint64_t seed = 0, BestTrace* trace = nullptr,
-                            const std::string& ties = kAnchorTies) {
+                            const std::string& tie_orders = kAnchorTies) {
   std::vector<policy::TieOrder> orders;
-  for (const std::string& t : comma_items(ties)) {
+  for (const std::string& t : comma_items(tie_orders)) {
     GO_CHECK(t == "program" || t == "first-ready" || t == "latest", "anchor: unknown tie order '", t,
              "', expected a comma-separated list of ", kAnchorTieOrders);
     orders.push_back(t == "program" ? policy::TieOrder::program
@@ -211,8 +211,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
 // Computes the anchor and stores its actions in pg.
 inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                          int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
-                         std::uint64_t seed = 0, BestTrace* trace = nullptr, const std::string& ties = kAnchorTies) {
-  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, ties);
+                         std::uint64_t seed = 0, BestTrace* trace = nullptr,
+                         const std::string& tie_orders = kAnchorTies) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
   pg.ties = a.ties;
   return a;
