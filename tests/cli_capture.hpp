@@ -17,6 +17,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../examples/gopt/format.hpp"
+
 namespace go::test {
 
 struct CliResult {
@@ -49,6 +51,7 @@ inline CliResult run_cli(const std::function<void(CLI::App&)>& add, const std::v
   {
     CLI::App app{"gopt"};
     app.require_subcommand(0, 1);
+    gopt::one_line_parse_errors(app);  // as gopt's main
     add(app);
     std::vector<std::string> argv_s{"gopt"};
     argv_s.insert(argv_s.end(), args.begin(), args.end());

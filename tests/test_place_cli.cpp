@@ -198,7 +198,7 @@ TEST_CASE("gopt place --anchor-ties: latest-first order on request, bad lists re
                              "--anchor-ties", bad});
     CHECK(r.code != 0);
     CHECK(r.out.empty());
-    // (gopt's main prints CLI11's message as one line; this harness keeps CLI11's "Run with --help")
+    CHECK(count_lines(r.err) == 1);
     CHECK_THAT(r.err, Contains("--anchor-ties: ") && (Contains("expected a comma-separated list of program,first-ready,latest") ||
                                                      Contains("twice")));
   }

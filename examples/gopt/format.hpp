@@ -27,6 +27,11 @@ inline constexpr const char* kAnchorTiesHelp =
     "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level the anchor tries, from "
     "program,first-ready,latest: every candidate in the first, its best four in each other one (default "
     "program,first-ready; latest = the op latest in topological order first)";
+// A bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1").
+inline void one_line_parse_errors(CLI::App& app) {
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gopt: ") + e.what() + "\n"; });
+}
+
 // Checks --anchor-ties as the training config checks "anchor_ties".
 inline CLI::Validator anchor_ties_check() {
   return CLI::Validator(

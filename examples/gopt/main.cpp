@@ -9,6 +9,7 @@
 #include "calibrate.hpp"
 #include "demo.hpp"
 #include "eval.hpp"
+#include "format.hpp"
 #include "info.hpp"
 #include "place.hpp"
 #include "simulate.hpp"
@@ -25,8 +26,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gopt: learn placement, scheduling and fusion of ML dataflow graphs for multi-GPU machines"};
   app.set_version_flag("--version", std::string("gopt ") + GO_VERSION_STRING);
   app.require_subcommand(0, 1);
-  // a bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1")
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gopt: ") + e.what() + "\n"; });
+  gopt::one_line_parse_errors(app);
   // the RL methods join the baselines in `place` and `eval`; GO_POLICY overrides the shipped policy
   const char* env_policy = std::getenv("GO_POLICY");
   go::rl::register_go_methods(env_policy && *env_policy ? env_policy : GO_DEFAULT_POLICY);
