@@ -95,14 +95,13 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                             std::uint64_t seed = 0, BestTrace* trace = nullptr,
                             const std::string& tie_orders = kAnchorTies) {
+  const std::string problem = list_problem(tie_orders, kAnchorTieOrders);
+  GO_CHECK(problem.empty(), "anchor: the tie orders ", problem);
   std::vector<policy::TieOrder> orders;
-  for (const std::string& t : comma_items(tie_orders)) {
-    GO_CHECK(t == "program" || t == "first-ready" || t == "latest", "anchor: unknown tie order '", t,
-             "', expected a comma-separated list of ", kAnchorTieOrders);
+  for (const std::string& t : comma_items(tie_orders))
     orders.push_back(t == "program" ? policy::TieOrder::program
                      : t == "latest" ? policy::TieOrder::latest
                                      : policy::TieOrder::first_ready);
-  }
   std::vector<std::pair<std::string, Plan>> placements;
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
   if (wanted("default")) placements.emplace_back("default", default_plan(g));
@@ -177,7 +176,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       best.ranked = ranked != 0;
       best.fused = fused != 0;
       best.ties = ties;
-      best.actions = policy::actions_from_plan(g, pg, dp, priority_levels);
+      // a valid best is also the best of its placement and order, whose actions were just made
+      best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, dp, priority_levels);
       best.plan = std::move(dp);
       best.result = std::move(r);
     }

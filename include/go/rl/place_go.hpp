@@ -154,7 +154,6 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o
     pol = std::make_shared<policy::GoPolicy>(pc);
   }
   const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties);
-  cfg.validate();
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
