@@ -46,10 +46,16 @@ go_install_packages() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# Whether $1 holds a finished configuration: a configure that failed (a package was missing, say)
+# leaves CMakeCache.txt but no build file, and must run again.
+go_configured() {
+  [ -f "$1/CMakeCache.txt" ] && { [ -f "$1/build.ninja" ] || [ -f "$1/Makefile" ]; }
+}
+
 go_build() {
   local generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
-  if [ ! -f "$GO_BUILD/CMakeCache.txt" ]; then
+  if ! go_configured "$GO_BUILD"; then
     go_log "configuring $GO_BUILD (Release)"
     cmake -S "$GO_ROOT" -B "$GO_BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
   fi
@@ -82,7 +88,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 go_build_sanitized() {
   local dir="${1:-$GO_ROOT/build-asan}" generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
-  if [ ! -f "$dir/CMakeCache.txt" ]; then
+  if ! go_configured "$dir"; then
     go_log "configuring $dir (AddressSanitizer + UndefinedBehaviorSanitizer)"
     cmake -S "$GO_ROOT" -B "$dir" "${generator[@]}" "${GO_SANITIZE_FLAGS[@]}" \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1" >/dev/null
@@ -98,7 +104,7 @@ go_fuzz_configure_build() {
   command -v ninja >/dev/null && generator=(-G Ninja)
   cxx="$(go_find_clang)" || { echo "error: scripts/fuzz needs clang++ (Debian: clang-14 libclang-rt-14-dev)" >&2; return 1; }
   local cfg=()
-  if [ ! -f "$dir/CMakeCache.txt" ]; then
+  if ! go_configured "$dir"; then
     go_log "configuring $dir (clang libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer)"
     # -Wno-pass-failed: clang at -O1 warns that the kernels' `omp simd` loops were not vectorized.
     cfg=(-S "$GO_ROOT" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" "${GO_SANITIZE_FLAGS[@]}" -DGO_FUZZ=ON
