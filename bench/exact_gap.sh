@@ -8,7 +8,8 @@
 #   --cluster     cluster preset or JSON (default v100x4)
 #   --time-limit  seconds of CBC per graph (default 30; the whole default run then takes about 10
 #                 minutes on 2 cores)
-#   --hdp-time    seconds of HDP per graph (default 10; it trains from scratch and stops at that time)
+#   --hdp-time    seconds of HDP and of HDP-tuned per graph (default 10; each trains from scratch and
+#                 stops at that time)
 #   --graphs      comma-separated names from the list below (default: all)
 #   --out         folder for the per-graph CSVs and the table (default bench-out/exact_gap)
 #   --seed        seed of every method (default 0)
@@ -19,7 +20,7 @@
 # steps: go has no graph coarsening, so the zoo's full-size graphs, 800 to 80,000 ops, are out of
 # reach of the MILP). Methods: default, human, pipeline, metis, heft, m-topo, m-etf, m-sct, anneal,
 # anneal-anchor, best-heuristic, go-zero-shot, go (those this gopt knows), all with their defaults,
-# hdp with --hdp-time, and exact with --time-limit. The MILP is a relaxation of the simulator (exact.hpp): its optimum (or CBC's bound
+# hdp and hdp-tuned with --hdp-time, and exact with --time-limit. The MILP is a relaxation of the simulator (exact.hpp): its optimum (or CBC's bound
 # when not proven) L is a lower bound on every unfused plan's simulated step time, and the best
 # simulated plan of any method an upper bound on the simulator's optimum. Cells: simulated step time
 # in ms and its gap to L; the exact columns give L, whether CBC proved the MILP optimum (else its
@@ -66,14 +67,18 @@ GRAPHS=(
   "rnnlm2-seq2 zoo:rnnlm2:seq=2"
   "txl2-seq2 zoo:transformer_xl2:seq=2:segments=1"
 )
-WANT_METHODS=(default human pipeline metis heft m-topo m-etf m-sct anneal anneal-anchor best-heuristic go-zero-shot go hdp)
+WANT_METHODS=(default human pipeline metis heft m-topo m-etf m-sct anneal anneal-anchor best-heuristic go-zero-shot go hdp hdp-tuned)
 KNOWN="$("$GOPT" eval --help | grep -- '--methods')"
 grep -q 'exact' <<< "$KNOWN" || { echo "bench/exact_gap.sh: $GOPT has no exact method" >&2; exit 1; }
 METHODS=()
 for m in "${WANT_METHODS[@]}"; do
   [[ "$KNOWN" =~ [\(\ ,]$m[,\)] ]] && METHODS+=("$m")
 done
-MLIST="$(IFS=,; echo "${METHODS[*]}")"
+OTHERS_A=() HDPS_A=()
+for m in "${METHODS[@]}"; do
+  if [[ $m == hdp* ]]; then HDPS_A+=("$m"); else OTHERS_A+=("$m"); fi
+done
+OTHERS="$(IFS=,; echo "${OTHERS_A[*]}")" HDPS="$(IFS=,; echo "${HDPS_A[*]}")"
 
 mkdir -p "$OUT"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
@@ -88,10 +93,10 @@ if [[ $TABLE_ONLY == 0 ]]; then
     # exact on its own: --time-limit would also bound anneal and go
     "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods exact \
       --time-limit "$LIMIT" --csv "$OUT/$name.exact.csv" > "$OUT/$name.exact.log"
-    "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods "${MLIST/,hdp/}" \
+    "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods "$OTHERS" \
       --csv "$OUT/$name.others.csv" > "$OUT/$name.others.log"
-    if [[ ",$MLIST," == *",hdp,"* ]]; then  # trained from scratch: bounded by time, not by its 1000 samples
-      "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods hdp \
+    if [[ -n "$HDPS" ]]; then  # trained from scratch: bounded by time, not by their 1000 samples
+      "$GOPT" eval --graphs "$graph" ${training:-} --cluster "$CLUSTER" --seed "$SEED" --methods "$HDPS" \
         --time-limit "$HDP_LIMIT" --budget 100000 --csv "$OUT/$name.hdp.csv" > "$OUT/$name.hdp.log"
     fi
   done
