@@ -18,8 +18,9 @@
 # Per row: (1) `gopt eval` with human, metis, heft, m-etf, m-sct, best-heuristic, go-zero-shot and go
 # (--finetune N); (2) T = go's optimize_seconds; (3) `gopt eval` with anneal (placement, priorities
 # and fusion), anneal-anchor (the same, starting also from GO's anchor), hdp, hdp-tuned and go-one,
-# all with --time-limit T. Cells: simulated step time in ms (optimizer wall seconds); OOM = the plan does not fit. Column "bound": no plan of the row simulates faster
-# (`gopt simulate --json`'s lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of
+# all with --time-limit T. Cells: simulated step time in ms (optimizer wall seconds); OOM = the plan
+# does not fit. Column "bound": no plan of the row simulates faster (`gopt simulate --json`'s
+# lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of
 # each column over human, GO fine-tuned over the best non-GO cell of each row, and the bound over
 # that cell (the lowest ratio any plan could reach).
 set -euo pipefail
