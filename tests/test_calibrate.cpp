@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../examples/gopt/calibrate.cpp"
-#include "../examples/gopt/simulate.cpp"
+#include "calibrate.hpp"
+#include "simulate.hpp"
 #include "cli_capture.hpp"
 #include "go/core/file.hpp"
 #include "go/sim/calibrate.hpp"

@@ -15,8 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../examples/gopt/info.cpp"
 #include "cli_capture.hpp"
+#include "go/graph/cost.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/load.hpp"
+#include "info.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../examples/gopt/eval.cpp"
-#include "../examples/gopt/place.cpp"
-#include "../examples/gopt/simulate.cpp"
+#include "eval.hpp"
+#include "place.hpp"
+#include "simulate.hpp"
 #include "cli_capture.hpp"
 #include "go/core/file.hpp"
 #include "go/graph/load.hpp"

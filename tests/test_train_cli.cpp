@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/gopt/train.cpp"
+#include "train.hpp"
 #include "cli_capture.hpp"
 #include "rl_fixtures.hpp"
 #include "go/core/file.hpp"
