@@ -1,6 +1,6 @@
 #pragma once
 // Runs gopt subcommands in-process with stdout/stderr captured (for the CLI tests): the caller
-// registers the subcommands it compiled in (e.g. add_place_command from examples/gopt/place.cpp).
+// registers the subcommands it links (e.g. add_place_command from examples/gopt/place.cpp).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

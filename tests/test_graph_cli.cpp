@@ -1,4 +1,4 @@
-// `gopt info`: the subcommand from examples/gopt/info.cpp, compiled into this test and run
+// `gopt info`: the subcommand from examples/gopt/info.cpp, linked into this test (gopt_commands) and run
 // in-process with stdout/stderr captured.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // `gopt place`, `gopt eval` (and `gopt simulate --plan` to re-measure their plans): the
-// subcommands from examples/gopt, compiled into this test and run in-process.
+// subcommands from examples/gopt, linked into this test (gopt_commands) and run in-process.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// `gopt train` (examples/gopt/train.cpp), compiled into this test and run in-process as one process
+// `gopt train` (examples/gopt/train.cpp), linked into this test (gopt_commands) and run in-process as one process
 // (the MPI path is tested by tests/mpi_gopt_train.sh): a run from scratch, a new run that starts from
 // a pre-trained policy (--init-policy), and the errors of that option.
 #include <catch2/catch.hpp>
