@@ -1,6 +1,6 @@
 #pragma once
 // Fusion legality: which groups of ops a compiler can run as one kernel. The one model behind the
-// simulator's verdict (sim/simulator/event_loop.hpp, sim/plan.hpp check_plan), the XLA-like
+// simulator's verdict (src/sim/event_loop.cpp, sim/plan.hpp check_plan), the XLA-like
 // heuristic (baselines/fusion.hpp), the GO policy's fusion mask and decode repair
 // (policy/features.hpp, policy/decode.hpp) and annealing (baselines/search.hpp). Without it the
 // simulator would run any convex same-device group as one kernel: a convolution's gradient fused

@@ -12,88 +12,21 @@
 //     sizes or the given ones (e.g. zoo:gnmt2:seq=16:batch=32), as a FORWARD
 //     graph like every other source; make_training_graph (`--training`) expands it to the training
 //     graph, whose size is what zoo.hpp documents (gnmt8, transformer_xl8, wavenet4: 40k-100k ops).
-// Errors are go::Error with a one-line message starting with the path.
-#include <cstdint>
+// Errors are go::Error with a one-line message starting with the path. Compiled once into libgo
+// (src/graph/load.cpp), with every importer and the zoo.
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "go/core/error.hpp"
-#include "go/graph/dnn_partitioning.hpp"
 #include "go/graph/graph.hpp"
-#include "go/graph/io.hpp"
-#include "go/graph/json.hpp"
-#include "go/graph/neusight.hpp"
-#include "go/graph/onnx.hpp"
-#include "go/graph/pipedream.hpp"
-#include "go/graph/zoo.hpp"
 
 namespace go {
 
 enum class GraphFormat { auto_detect, onnx, json, pipedream, dnn_partitioning, neusight };
 
-namespace detail {
-
-inline bool looks_like_json(std::string_view data) {
-  for (char c : data) {
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    return c == '{' || c == '[' || c == '/';  // '/' : a leading comment
-  }
-  return false;
-}
-inline bool looks_like_pipedream(std::string_view data) {
-  std::string_view first = trim(data.substr(0, data.find('\n')));
-  return first.substr(0, 4) == "node" && first.find(" -- ") != std::string_view::npos;
-}
-
-}  // namespace detail
-
 // Parses an in-memory graph; `source` names it in errors and picks the format by extension.
-inline OpGraph parse_graph(std::string_view data, const std::string& source, GraphFormat format = GraphFormat::auto_detect) {
-  GO_CHECK(!data.empty(), source, ": empty file");
-  if (format == GraphFormat::auto_detect) {
-    const std::string ext = detail::file_extension(source);
-    if (ext == ".onnx" || ext == ".pb") format = GraphFormat::onnx;
-    else if (ext == ".txt") format = GraphFormat::pipedream;
-    else if (ext == ".csv" || looks_like_neusight(data)) format = GraphFormat::neusight;
-    else if (ext == ".json" || detail::looks_like_json(data)) format = GraphFormat::json;
-    else if (detail::looks_like_pipedream(data)) format = GraphFormat::pipedream;
-    else format = GraphFormat::onnx;
-  }
-  switch (format) {
-    case GraphFormat::onnx: return parse_onnx(data, source);
-    case GraphFormat::pipedream: return parse_pipedream(data, source);
-    case GraphFormat::neusight: return parse_neusight(data, source);
-    case GraphFormat::json:
-    case GraphFormat::dnn_partitioning: {
-      nlohmann::json j = detail::parse_json_text(data, source);
-      if (format == GraphFormat::dnn_partitioning) return graph_from_dnn_partitioning(j, source);
-      GO_CHECK(j.is_object(), source, ": a graph document must be a JSON object");
-      if (j.contains("format") || j.contains("ops")) return graph_from_json(j, source);
-      if (j.contains("nodes") && j.contains("edges")) return graph_from_dnn_partitioning(j, source);
-      GO_FAIL(source, ": unrecognized JSON graph (expected a go-graph document with \"format\": \"go-graph\" or a "
-                      "dnn-partitioning graph with \"nodes\" and \"edges\")");
-    }
-    case GraphFormat::auto_detect: break;
-  }
-  GO_FAIL(source, ": unknown graph format");
-}
+OpGraph parse_graph(std::string_view data, const std::string& source, GraphFormat format = GraphFormat::auto_detect);
 
-inline OpGraph load_graph(const std::string& path, GraphFormat format = GraphFormat::auto_detect) {
-  if (path.rfind("zoo:", 0) == 0) return make_zoo_graph_from_spec(std::string_view(path).substr(4));
-  // "<file>:layers=N": a NeuSight profile with N copies of its traced layer.
-  if (const auto sep = path.rfind(":layers="); sep != std::string::npos) {
-    const std::string file = path.substr(0, sep), value = path.substr(sep + 8);
-    std::int64_t n = 0;
-    GO_CHECK(detail::parse_int64(value, n) && n > 0 && n < (1 << 20), path, ": ':layers=' needs a positive integer, got '",
-             value, "'");
-    const std::string data = detail::read_file(file);
-    GO_CHECK(format == GraphFormat::neusight || (format == GraphFormat::auto_detect && looks_like_neusight(data)), path,
-             ": ':layers=' applies to NeuSight profiles only, and ", file, " is not one");
-    return parse_neusight(data, file, NeuSightOptions{static_cast<std::int32_t>(n)});
-  }
-  return parse_graph(detail::read_file(path), path, format);
-}
+// Reads a graph file, a NeuSight profile "<file>:layers=N", or a zoo workload "zoo:<spec>".
+OpGraph load_graph(const std::string& path, GraphFormat format = GraphFormat::auto_detect);
 
 }  // namespace go

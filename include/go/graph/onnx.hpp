@@ -98,7 +98,7 @@ inline std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& 
 class Importer {
  public:
   Importer(const pb::ModelProto& model, std::string source, const OnnxOptions& opts)
-      : model_(model), g_(model.graph()), source_(std::move(source)), at_(source_ + ": "), opts_(opts) {}
+      : g_(model.graph()), source_(std::move(source)), at_(source_ + ": "), opts_(opts) {}
 
   OpGraph run();
 
@@ -148,7 +148,6 @@ class Importer {
                const std::vector<TType>& out) const;
   bool is_weight_slot(const pb::NodeProto& n, int slot) const;
 
-  const pb::ModelProto& model_;
   const pb::GraphProto& g_;
   std::string source_;
   std::string at_;

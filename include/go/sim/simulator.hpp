@@ -16,10 +16,11 @@
 //                             memory_excess(), sim_reason()
 //   simulator/workspace.hpp   SimWorkspace
 //   simulator/semantics.hpp   the semantics of the model and where they differ from the anchors;
-//                             Simulator: per-op cost records, workspace sizing, simulate()'s checks
-//   simulator/event_loop.hpp  the event loops (Simulator::run), with the fusion groups' costs and
+//                             the Simulator class
+// and, compiled once into libgo (link go::go):
+//   src/sim/simulator.cpp     per-op cost records, workspace sizing, simulate()'s checks
+//   src/sim/event_loop.cpp    the event loops (Simulator::run), with the fusion groups' costs and
 //                             checks per plan, and the implementation notes
 #include "go/sim/simulator/result.hpp"
 #include "go/sim/simulator/workspace.hpp"
 #include "go/sim/simulator/semantics.hpp"
-#include "go/sim/simulator/event_loop.hpp"

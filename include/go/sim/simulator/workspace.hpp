@@ -1,7 +1,7 @@
 #pragma once
 // SimWorkspace (go/sim/simulator.hpp): a Simulator's per-thread scratch, holding the last result and
 // its schedule (unit start and finish times, transfers, memory events). Its private arrays are the
-// state of the event loops (simulator/event_loop.hpp), sized once by Simulator::prepare().
+// state of the event loops (src/sim/event_loop.cpp), sized once by Simulator::prepare().
 #include <cstddef>
 #include <cstdint>
 #include <new>

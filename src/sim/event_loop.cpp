@@ -1,8 +1,7 @@
-#pragma once
-// Simulator::run (go/sim/simulator.hpp): one simulated step of a plan that passed simulate()'s
-// checks (simulator/semantics.hpp), by the event loop of its shape; first it turns the plan's
-// fusion groups into units (membership, fusion rules, costs). What it computes:
-// simulator/semantics.hpp, "Semantics".
+// Simulator::run (go/sim/simulator.hpp), compiled once into libgo with its four shapes instantiated
+// at the end: one simulated step of a plan that passed simulate()'s checks (simulator.cpp), by the
+// event loop of its shape; first it turns the plan's fusion groups into units (membership, fusion
+// rules, costs). What it computes: go/sim/simulator/semantics.hpp, "Semantics".
 //
 // ---- Implementation ----------------------------------------------------------------------------
 // One event loop per plan shape (fused or not, priorities or not). Busy devices sit in a heap by
@@ -31,6 +30,7 @@
 #include "go/sim/simulator/result.hpp"
 #include "go/sim/simulator/semantics.hpp"
 #include "go/sim/simulator/workspace.hpp"
+#include "go/sim/simulator.hpp"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define GO_SIM_INLINE __attribute__((always_inline))
@@ -41,6 +41,7 @@
 namespace go {
 
 namespace detail {
+namespace {
 
 // Replaces the top of a binary heap kept by std::push_heap/pop_heap with comparator `less` (the top
 // is the greatest) by `v` and restores the heap with one sift-down (cheaper than pop_heap + push_heap).
@@ -82,6 +83,7 @@ inline void sim_heap_pop(T* h, std::int32_t n, Less less) {
   h[i] = v;
 }
 
+}  // namespace
 }  // namespace detail
 
 template <bool kFused, bool kPrio>
@@ -766,6 +768,9 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   }
 }
 
-}  // namespace go
+template void Simulator::run<false, false>(const Plan&, const std::int32_t*, SimWorkspace&) const;
+template void Simulator::run<false, true>(const Plan&, const std::int32_t*, SimWorkspace&) const;
+template void Simulator::run<true, false>(const Plan&, const std::int32_t*, SimWorkspace&) const;
+template void Simulator::run<true, true>(const Plan&, const std::int32_t*, SimWorkspace&) const;
 
-#undef GO_SIM_INLINE
+}  // namespace go
