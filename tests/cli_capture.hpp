@@ -17,7 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../examples/gopt/format.hpp"
+#include "format.hpp"  // gopt's, on the include path of gopt_commands (examples/gopt)
 
 namespace go::test {
 

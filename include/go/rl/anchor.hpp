@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "go/baselines/best_trace.hpp"
@@ -45,6 +46,22 @@
 
 namespace go::rl {
 
+// The tie orders of kAnchorTieOrders: name, TieOrder and how Anchor::describe() words it.
+struct AnchorTieOrder {
+  std::string_view name;
+  policy::TieOrder order;
+  std::string_view phrase;
+};
+inline constexpr AnchorTieOrder kAnchorTieOrderTable[] = {{"program", policy::TieOrder::program, ""},
+                                                          {"first-ready", policy::TieOrder::first_ready, " + first-ready order"},
+                                                          {"latest", policy::TieOrder::latest, " + latest-first order"}};
+// `name` must be in kAnchorTieOrders (choose_anchor checks with list_problem first).
+inline policy::TieOrder anchor_tie_order(std::string_view name) {
+  for (const AnchorTieOrder& t : kAnchorTieOrderTable)
+    if (t.name == name) return t.order;
+  GO_FAIL("anchor: unknown tie order '", name, "' (known: ", kAnchorTieOrders, ")");
+}
+
 struct Anchor {
   std::string placement;  // one of kAnchorPlacements
   bool ranked = false;    // upward-rank priority levels
@@ -59,10 +76,10 @@ struct Anchor {
   std::vector<std::pair<policy::Actions, double>> alternatives;
 
   std::string describe() const {
-    return placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "") +
-           (ties == policy::TieOrder::first_ready ? " + first-ready order"
-            : ties == policy::TieOrder::latest    ? " + latest-first order"
-                                                  : "");
+    std::string out = placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "");
+    for (const AnchorTieOrder& t : kAnchorTieOrderTable)
+      if (t.order == ties) out += t.phrase;
+    return out;
   }
 };
 
@@ -98,10 +115,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   const std::string problem = list_problem(tie_orders, kAnchorTieOrders);
   GO_CHECK(problem.empty(), "anchor: the tie orders ", problem);
   std::vector<policy::TieOrder> orders;
-  for (const std::string& t : comma_items(tie_orders))
-    orders.push_back(t == "program" ? policy::TieOrder::program
-                     : t == "latest" ? policy::TieOrder::latest
-                                     : policy::TieOrder::first_ready);
+  for (const std::string& t : comma_items(tie_orders)) orders.push_back(anchor_tie_order(t));
   std::vector<std::pair<std::string, Plan>> placements;
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
   if (wanted("default")) placements.emplace_back("default", default_plan(g));
