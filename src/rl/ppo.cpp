@@ -1,0 +1,564 @@
+// PpoTrainer's construction, zero-shot decisions, update and checkpoints (go/rl/ppo.hpp), compiled once
+// into libgo: with them the policy's passes, decoding, the anchor and the simulator they call.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "go/autograd/autograd.hpp"
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/core/rng.hpp"
+#include "go/graph/graph.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
+#include "go/nn/serialize.hpp"
+#include "go/optim/adam.hpp"
+#include "go/policy/decode.hpp"
+#include "go/rl/anchor.hpp"
+#include "go/policy/features.hpp"
+#include "go/policy/policy.hpp"
+#include "go/policy/to_plan.hpp"
+#include "go/rl/config.hpp"
+#include "go/rl/distributed.hpp"
+#include "go/sim/cluster.hpp"
+#include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
+#include "go/rl/ppo.hpp"
+
+namespace go::rl {
+
+PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector<Cluster> clusters,
+                       std::shared_ptr<policy::GoPolicy> policy)
+    : cfg_(std::move(cfg)), clusters_(std::move(clusters)) {
+  cfg_.validate();
+  GO_CHECK(!graphs.empty(), "ppo: no graphs to train on");
+  GO_CHECK(!clusters_.empty(), "ppo: no cluster to train on");
+  if (policy) cfg_.policy = policy->config();
+  for (const Cluster& c : clusters_) {
+    const int nd = c.num_devices();
+    GO_CHECK(nd >= 1 && nd <= cfg_.policy.max_devices, "ppo: cluster '", c.name, "' has ", nd,
+             " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
+  }
+  policy_ = policy ? std::move(policy) : std::make_shared<policy::GoPolicy>(cfg_.policy);
+  for (auto& g0 : graphs) {
+    for (std::size_t ci = 0; ci < clusters_.size(); ++ci) {
+      auto t = std::make_unique<GraphTask>();
+      const bool last = ci + 1 == clusters_.size();
+      const bool expand = cfg_.training && !g0.info().training;
+      t->graph = std::make_unique<OpGraph>(expand ? make_training_graph(g0) : last ? std::move(g0) : OpGraph(g0));
+      const OpGraph& g = *t->graph;
+      t->name = g.info().name.empty() ? g.info().source : g.info().name;
+      if (clusters_.size() > 1) t->name += "@" + clusters_[ci].name;
+      t->pg = policy::PolicyGraph::from_graph(g);
+      if (cfg_.block_moves > 0)
+        for (OpId v : depth_first_topo_order(g)) t->block_rows.push_back(t->pg.row_of[static_cast<std::size_t>(v)]);
+      t->sim = std::make_unique<Simulator>(g, clusters_[ci]);
+      set_reference(*t);
+      if (cfg_.policy.anchor) init_anchor(*t);
+      tasks_.push_back(std::move(t));
+    }
+  }
+  params_ = policy_->parameters();
+  AdamOptions ao;
+  ao.lr = static_cast<float>(cfg_.lr);
+  ao.beta1 = static_cast<float>(cfg_.adam_beta1);
+  ao.beta2 = static_cast<float>(cfg_.adam_beta2);
+  ao.eps = static_cast<float>(cfg_.adam_eps);
+  adam_ = std::make_unique<Adam>(params_, ao);
+}
+
+std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int samples, const Rng& base) {
+  GraphTask& t = *tasks_.at(i);
+  const int D = t.sim->cluster().num_devices();
+  std::vector<policy::Actions> decisions;
+  {
+    NoGradGuard ng;
+    std::vector<Rng> rngs;
+    for (int k = 0; k < samples; ++k) rngs.push_back(base.fork(static_cast<std::uint64_t>(k)));
+    auto outs = policy_->forward_many(t.pg, D, policy::Decode::sample, static_cast<std::size_t>(samples), nullptr, &rngs);
+    decisions.push_back(policy_->config().chain == "hidden" ? policy_->greedy_actions(outs[0])
+                                                            : policy_->forward(t.pg, D, policy::Decode::greedy).actions);
+    for (auto& o : outs) decisions.push_back(std::move(o.actions));
+  }
+  std::vector<std::pair<Plan, SimResult>> out(decisions.size());
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(out.size())));
+  reserve_workspaces(t, nthreads);
+  parallel_items(0, out.size(), nthreads, "go: simulation failed", [&](int tid, std::size_t j) {
+    out[j].first = plan_of(t, decisions[j]);
+    out[j].second = t.sim->simulate(out[j].first, workspace_of(t, tid));
+  });
+  const double done = t.trace.seconds();
+  for (const auto& [p, r] : out) t.trace.add_at(r.valid, r.step_time, done);
+  return out;
+}
+
+UpdateStats PpoTrainer::update() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t u = updates_done_;
+  UpdateStats st;
+  st.update = u + 1;
+  st.lr = cfg_.lr_at(u);
+  adam_->set_lr(static_cast<float>(st.lr));
+  const Rng urng = Rng(cfg_.seed).fork(static_cast<std::uint64_t>(u));
+  const int K = cfg_.samples;
+
+  // 1. graphs of this update
+  std::vector<std::size_t> sel;
+  const std::size_t G = tasks_.size();
+  const std::size_t m = cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
+  for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+
+  // 2. sampling without gradients
+  struct Sample {
+    std::size_t graph = 0;  // index into tasks_
+    policy::Actions actions;
+    Tensor old_log_prob;    // [n]
+    double value = 0;
+    BlockMove move;         // rows whose devices a block move set (then out of the loss)
+    bool block_moved() const { return move.end > move.begin; }
+    Plan plan;
+    SimResult result;       // (only on the rank that simulated it)
+    double reward = 0, advantage = 0;
+    bool valid = false;
+    double step_time = kInf;
+  };
+  // sample j = a * K + k is graph sel[a]'s k-th; rank r samples and simulates [share(r), share(r + 1))
+  const int rank = comm_->rank(), nranks = comm_->size();
+  const std::size_t N = sel.size() * static_cast<std::size_t>(K);
+  auto share = [&](int r) { return N * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks); };
+  const std::size_t own_begin = share(rank), own_end = share(rank + 1);
+  std::vector<Sample> samples(N);
+  {  // one forward_many per graph: its samples share every sample-independent computation
+    NoGradGuard ng;
+    for (std::size_t j0 = own_begin; j0 < own_end;) {
+      const std::size_t a = j0 / static_cast<std::size_t>(K);
+      const std::size_t j1 = std::min(own_end, (a + 1) * static_cast<std::size_t>(K));
+      const std::size_t gi = sel[a];
+      const GraphTask& t = *tasks_[gi];
+      std::vector<Rng> rngs;
+      for (std::size_t j = j0; j < j1; ++j)
+        rngs.push_back(urng.fork((static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
+      auto outs = policy_->forward_many(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, j1 - j0,
+                                        nullptr, &rngs);
+      for (std::size_t j = j0; j < j1; ++j) {
+        const auto& out = outs[j - j0];
+        Sample& s = samples[j];
+        s.graph = gi;
+        s.actions = out.actions;
+        s.old_log_prob = out.log_prob.value().clone();
+        s.value = out.value.value().item();
+        s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
+        if (s.block_moved()) {
+          if (s.move.start >= 0) s.actions = t.starts[static_cast<std::size_t>(s.move.start)].first.clone();
+          s.actions.device = s.actions.device.clone();
+          std::int32_t* dev = s.actions.device.data<std::int32_t>();
+          for (std::int64_t p = s.move.begin; p < s.move.end; ++p)
+            dev[s.move.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p] = s.move.device;
+        }
+      }
+      j0 = j1;
+    }
+  }
+
+  const auto t_sampled = std::chrono::steady_clock::now();
+  // 3. decode + simulate in parallel
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(own_end - own_begin)));
+  for (std::size_t gi : sel) reserve_workspaces(*tasks_[gi], nthreads);
+  {
+    parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {
+      Sample& s = samples[j];
+      GraphTask& t = *tasks_[s.graph];
+      s.plan = plan_of(t, s.actions);
+      s.result = t.sim->simulate(s.plan, workspace_of(t, tid));
+    });
+    for (std::size_t j = own_begin; j < own_end; ++j) {
+      Sample& s = samples[j];
+      s.reward = reward(s.graph, s.result);
+      s.valid = s.result.valid;
+      s.step_time = s.result.step_time;
+    }
+  }
+  if (nranks > 1) {  // every rank gets every sample: actions from their owners, outcomes by one allreduce
+    std::vector<double> outcome(4 * N, 0.0);
+    for (int r = 0; r < nranks; ++r)
+      for (std::size_t j = share(r); j < share(r + 1); ++j) {
+        Sample& s = samples[j];
+        s.graph = sel[j / static_cast<std::size_t>(K)];
+        broadcast_tensor(*comm_, s.actions.device, r);
+        broadcast_tensor(*comm_, s.actions.priority, r);
+        broadcast_tensor(*comm_, s.actions.fuse, r);
+        broadcast_tensor(*comm_, s.old_log_prob, r);
+        if (r != rank)  // drawn from the update's rng: every rank draws the same (the owner applied it)
+          s.move = draw_block_move(*tasks_[s.graph], urng, s.graph, j % static_cast<std::size_t>(K));
+        if (r == rank) {
+          outcome[4 * j] = s.reward;
+          outcome[4 * j + 1] = s.value;
+          outcome[4 * j + 2] = s.valid ? 1.0 : 0.0;
+          outcome[4 * j + 3] = s.valid ? s.step_time : 0.0;
+        }
+      }
+    comm_->allreduce_sum(outcome.data(), outcome.size());
+    for (std::size_t j = 0; j < N; ++j) {
+      Sample& s = samples[j];
+      s.reward = outcome[4 * j];
+      s.value = outcome[4 * j + 1];
+      s.valid = outcome[4 * j + 2] > 0.5;
+      s.step_time = s.valid ? outcome[4 * j + 3] : kInf;
+    }
+  }
+
+  const auto t_simulated = std::chrono::steady_clock::now();
+  // 4. rewards, best plans; 5. advantages
+  double sum_r = 0;
+  st.max_reward = -kInf;
+  std::int64_t invalid = 0;
+  std::vector<std::size_t> new_best;  // samples that improved their graph's best plan
+  for (std::size_t j = 0; j < N; ++j) {
+    Sample& s = samples[j];
+    GraphTask& t = *tasks_[s.graph];
+    sum_r += s.reward;
+    st.max_reward = std::max(st.max_reward, s.reward);
+    ++t.samples;
+    t.trace.add_at(s.valid, s.step_time, std::chrono::duration<double>(t_simulated - t.trace.origin()).count());
+    if (s.valid && s.move.start >= 0 && s.step_time < t.starts[static_cast<std::size_t>(s.move.start)].second)
+      t.starts[static_cast<std::size_t>(s.move.start)] = {s.actions.clone(), s.step_time};
+    if (!s.valid) {
+      ++t.invalid;
+      ++invalid;
+    } else if (s.step_time < t.best_step_time) {
+      t.best_step_time = s.step_time;
+      t.best_update = u + 1;
+      new_best.push_back(j);
+    }
+  }
+  for (std::size_t j : new_best) {  // the last improvement of a graph is its best
+    const Sample& s = samples[j];
+    GraphTask& t = *tasks_[s.graph];
+    if (t.best_step_time != s.step_time) continue;
+    t.best_plan = j >= own_begin && j < own_end ? s.plan : plan_of(t, s.actions);
+  }
+  st.samples = static_cast<std::int64_t>(samples.size());
+  st.mean_reward = sum_r / static_cast<double>(samples.size());
+  st.invalid_fraction = static_cast<double>(invalid) / static_cast<double>(samples.size());
+  {
+    double sum_t = 0;
+    int nv = 0;
+    for (const Sample& s : samples)
+      if (s.graph == sel[0] && s.valid) {
+        sum_t += s.step_time;
+        ++nv;
+      }
+    st.mean_step_time = nv ? sum_t / nv : kInf;
+    st.best_step_time = tasks_[sel[0]]->best_step_time;
+    double sp = 0;
+    for (std::size_t gi : sel)
+      sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
+    st.best_speedup = sp / static_cast<double>(sel.size());
+  }
+  for (std::size_t a = 0; a < sel.size(); ++a) {
+    GraphTask& t = *tasks_[sel[a]];
+    Sample* b = samples.data() + a * static_cast<std::size_t>(K);
+    // block-moved samples are proposals, not draws of the policy: out of the baseline and the loss
+    int draws = 0;
+    double mean_r = 0;
+    for (int k = 0; k < K; ++k)
+      if (!b[k].block_moved()) {
+        mean_r += b[k].reward;
+        ++draws;
+      }
+    if (draws == 0) continue;
+    mean_r /= draws;
+    for (int k = 0; k < K; ++k) {
+      double base = mean_r;
+      if (cfg_.baseline == "ema") base = t.ema_init ? t.ema : mean_r;
+      else if (cfg_.baseline == "value") base = b[k].value;
+      b[k].advantage = b[k].block_moved() ? 0.0 : b[k].reward - base;
+    }
+    if (cfg_.normalize_advantages) {
+      double var = 0;
+      for (int k = 0; k < K; ++k)
+        if (!b[k].block_moved()) var += (b[k].reward - mean_r) * (b[k].reward - mean_r);
+      const double sd = std::sqrt(var / draws);
+      for (int k = 0; k < K; ++k) b[k].advantage /= (sd + 1e-8);
+    }
+    t.ema = t.ema_init ? cfg_.baseline_decay * t.ema + (1 - cfg_.baseline_decay) * mean_r : mean_r;
+    t.ema_init = true;
+  }
+  {  // explained variance of the value head before the update
+    double mr = st.mean_reward, vr = 0, vd = 0, md = 0;
+    for (const Sample& s : samples) md += s.reward - s.value;
+    md /= static_cast<double>(samples.size());
+    for (const Sample& s : samples) {
+      vr += (s.reward - mr) * (s.reward - mr);
+      vd += (s.reward - s.value - md) * (s.reward - s.value - md);
+    }
+    st.explained_variance = vr > 0 ? 1.0 - vd / vr : 0.0;
+  }
+
+  // 6. epochs of minibatch updates (position p of a minibatch on rank p mod R)
+  const std::size_t mb = std::min<std::size_t>(N, static_cast<std::size_t>(cfg_.minibatch));
+  const float clip = static_cast<float>(cfg_.clip);
+  double ent_sum = 0, pl_sum = 0, vl_sum = 0, kl_sum = 0, cf_sum = 0, gn_sum = 0;
+  std::int64_t n_fwd = 0, n_steps = 0;
+  std::size_t draws = 0;  // samples in the loss
+  for (const Sample& x : samples) draws += x.block_moved() ? 0 : 1;
+  std::vector<std::size_t> order(N);
+  for (int e = 0; e < cfg_.epochs; ++e) {
+    for (std::size_t j = 0; j < N; ++j) order[j] = j;
+    Rng sh = urng.fork((1ull << 63) | static_cast<std::uint64_t>(e));
+    for (std::size_t j = N; j > 1; --j) std::swap(order[j - 1], order[sh.uniform_int(j)]);
+    double kl_epoch = 0;
+    for (std::size_t start = 0; start < N; start += mb) {
+      const std::size_t end = std::min(N, start + mb);
+      std::size_t in_loss = 0;  // every rank counts the whole minibatch's
+      for (std::size_t j = start; j < end; ++j) in_loss += samples[order[j]].block_moved() ? 0 : 1;
+      if (in_loss == 0) continue;
+      const float w = 1.f / static_cast<float>(in_loss);
+      policy_->zero_grad();
+      // this rank's positions, grouped by graph: one backward_many per graph shares the pass
+      std::vector<std::vector<std::size_t>> by_graph(tasks_.size());
+      for (std::size_t j = start + static_cast<std::size_t>(rank); j < end; j += static_cast<std::size_t>(nranks))
+        if (!samples[order[j]].block_moved()) by_graph[samples[order[j]].graph].push_back(order[j]);
+      for (std::size_t gi = 0; gi < by_graph.size(); ++gi) {
+        const std::vector<std::size_t>& idx = by_graph[gi];
+        if (idx.empty()) continue;
+        const GraphTask& t = *tasks_[gi];
+        std::vector<policy::Actions> given;
+        for (std::size_t j : idx) given.push_back(samples[j].actions);
+        auto loss_of = [&](std::size_t k, const policy::PolicyOutput& out) {
+          const Sample& s = samples[idx[k]];
+          const float A = static_cast<float>(s.advantage);
+          Variable old(s.old_log_prob);
+          Variable pg_loss;
+          double kl = 0, cf = 0;
+          if (cfg_.ratio == "node") {
+            Variable ratio = exp(out.log_prob - old);  // [n]
+            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+            pg_loss = -mean(surr);
+            const float* rp = ratio.value().f32();
+            const std::int64_t n = ratio.numel();
+            for (std::int64_t i = 0; i < n; ++i) {
+              kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
+              cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
+            }
+            kl /= static_cast<double>(n);
+            cf /= static_cast<double>(n);
+          } else {
+            Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
+            Variable ratio = exp(lr);
+            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
+            pg_loss = -surr;
+            const double rv = ratio.value().item();
+            kl = (rv - 1.0) - std::log(std::max(rv, 1e-30));
+            cf = std::abs(rv - 1.0) > clip ? 1.0 : 0.0;
+          }
+          Variable target(Tensor::full(Shape{1, 1}, static_cast<float>(s.reward)));
+          Variable v_loss = mean(square(out.value - target));
+          Variable loss = pg_loss - scale(out.entropy_mean, static_cast<float>(cfg_.entropy_coef)) +
+                          scale(v_loss, static_cast<float>(cfg_.value_coef));
+          ent_sum += out.entropy_mean.value().item();
+          pl_sum += pg_loss.value().item();
+          vl_sum += v_loss.value().item();
+          kl_sum += kl;
+          kl_epoch += kl;
+          cf_sum += cf;
+          ++n_fwd;
+          return scale(loss, w);
+        };
+        policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
+      }
+      allreduce_gradients(*comm_, params_, grad_buffer_);
+      gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
+      adam_->step();
+      ++n_steps;
+    }
+    st.epochs_run = e + 1;
+    if (nranks > 1) kl_epoch = comm_->allreduce_sum(kl_epoch);
+    if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(std::max<std::size_t>(1, draws)) > 1.5 * cfg_.target_kl) break;
+  }
+  if (nranks > 1) {
+    double sums[6] = {ent_sum, pl_sum, vl_sum, kl_sum, cf_sum, static_cast<double>(n_fwd)};
+    comm_->allreduce_sum(sums, 6);
+    ent_sum = sums[0], pl_sum = sums[1], vl_sum = sums[2], kl_sum = sums[3], cf_sum = sums[4];
+    n_fwd = static_cast<std::int64_t>(sums[5]);
+  }
+  const double fwd = static_cast<double>(std::max<std::int64_t>(1, n_fwd));  // 0: every sample a block move
+  st.entropy = ent_sum / fwd;
+  st.policy_loss = pl_sum / fwd;
+  st.value_loss = vl_sum / fwd;
+  st.approx_kl = kl_sum / fwd;
+  st.clip_fraction = cf_sum / fwd;
+  st.grad_norm = n_steps ? gn_sum / static_cast<double>(n_steps) : 0.0;
+  // 7. with reanchor, a graph's new best plan becomes its anchor (after the epochs, which needed
+  // the anchor the samples were drawn with); every rank holds every sample's actions
+  if (cfg_.reanchor && cfg_.policy.anchor)
+    for (std::size_t j : new_best) {
+      const Sample& s = samples[j];
+      GraphTask& t = *tasks_[s.graph];
+      if (t.best_step_time != s.step_time) continue;
+      t.pg.set_anchor(s.actions.device.clone(), s.actions.priority.clone(), s.actions.fuse.clone());
+    }
+  ++updates_done_;
+  const auto t_end = std::chrono::steady_clock::now();
+  st.seconds = std::chrono::duration<double>(t_end - t0).count();
+  st.sample_seconds = std::chrono::duration<double>(t_sampled - t0).count();
+  st.simulate_seconds = std::chrono::duration<double>(t_simulated - t_sampled).count();
+  st.train_seconds = std::chrono::duration<double>(t_end - t_simulated).count();
+  st.samples_per_second = st.seconds > 0 ? static_cast<double>(N) / st.seconds : 0;
+  return st;
+}
+
+void PpoTrainer::save_checkpoint(const std::string& path) const {
+  if (comm_->rank() != 0) return;
+  NamedTensors t;
+  const auto named = policy_->named_parameters();
+  for (const auto& [n, p] : named) t.emplace_back("policy/" + n, p.value());
+  for (std::size_t i = 0; i < named.size(); ++i) t.emplace_back("adam.m/" + named[i].first, adam_->first_moments()[i]);
+  for (std::size_t i = 0; i < named.size(); ++i) t.emplace_back("adam.v/" + named[i].first, adam_->second_moments()[i]);
+  nlohmann::json graphs = nlohmann::json::array();
+  for (const auto& tp : tasks_) {
+    const GraphTask& g = *tp;
+    nlohmann::json best = nullptr;
+    if (std::isfinite(g.best_step_time))
+      best = {{"step_time", g.best_step_time},
+              {"update", g.best_update},
+              {"device", g.best_plan.device},
+              {"priority", g.best_plan.priority},
+              {"fusion", g.best_plan.fusion}};
+    graphs.push_back({{"name", g.name},
+                      {"num_ops", g.graph->num_ops()},
+                      {"cluster", g.sim->cluster().name},
+                      {"num_devices", g.sim->cluster().num_devices()},
+                      {"reference", g.reference},
+                      {"reference_kind", g.reference_kind},
+                      {"ema", g.ema},
+                      {"ema_init", g.ema_init},
+                      {"samples", g.samples},
+                      {"invalid", g.invalid},
+                      {"best", best}});
+    if (cfg_.reanchor && g.pg.has_anchor())  // moved by the updates: a resumed run needs it
+      graphs.back()["anchor"] = actions_json({g.pg.anchor_device, g.pg.anchor_priority, g.pg.anchor_fuse});
+    if (!g.starts.empty()) {
+      nlohmann::json st = nlohmann::json::array();
+      for (const auto& [a, time] : g.starts) {
+        st.push_back(actions_json(a));
+        st.back()["step_time"] = time;
+      }
+      graphs.back()["starts"] = std::move(st);
+    }
+  }
+  nlohmann::json meta = {{"format", "go-ppo-checkpoint"},
+                         {"version", 1},
+                         {"config", cfg_.to_json()},
+                         {"cluster", clusters_.front().name},
+                         {"num_devices", clusters_.front().num_devices()},
+                         {"updates_done", updates_done_},
+                         {"adam_step", adam_->step_count()},
+                         {"graphs", graphs}};
+  save_tensors(path, t, meta);
+}
+
+void PpoTrainer::load_checkpoint(const std::string& path) {
+  LoadedTensors lt = load_tensors(path);
+  GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint (format ",
+           lt.meta.value("format", std::string("?")), ")");
+  try {
+    TrainConfig saved = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
+    auto comparable = [](const TrainConfig& c) {
+      nlohmann::json j = c.to_json();
+      j.erase("updates");
+      j.erase("threads");
+      j.erase("checkpoint_every");
+      return j;
+    };
+    GO_CHECK(comparable(saved) == comparable(cfg_), path,
+             ": the checkpoint's config differs from this run's (resume with the checkpoint's config)");
+    const auto& graphs = lt.meta.at("graphs");
+    GO_CHECK(graphs.size() == tasks_.size(), path, ": checkpoint of ", graphs.size(), " graph(s), this run has ",
+             tasks_.size());
+    std::unordered_map<std::string, const Tensor*> by_name;
+    for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
+    const auto named = policy_->named_parameters();
+    auto restore = [&](const std::string& key, Tensor& dst) {
+      auto it = by_name.find(key);
+      GO_CHECK(it != by_name.end(), path, ": tensor '", key, "' missing");
+      GO_CHECK(it->second->shape() == dst.shape(), path, ": tensor '", key, "' is ", it->second->describe(),
+               ", expected ", dst.describe());
+      dst.copy_from(*it->second);
+    };
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      Tensor v = named[i].second.value();
+      restore("policy/" + named[i].first, v);
+      restore("adam.m/" + named[i].first, adam_->first_moments()[i]);
+      restore("adam.v/" + named[i].first, adam_->second_moments()[i]);
+    }
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      GraphTask& g = *tasks_[i];
+      const auto& j = graphs[i];
+      // (checkpoints of single-cluster runs before per-graph clusters: the top-level count)
+      const int nd = j.contains("num_devices") ? j.at("num_devices").get<int>() : lt.meta.at("num_devices").get<int>();
+      GO_CHECK(nd == g.sim->cluster().num_devices(), path, ": graph ", i, " of the checkpoint ran on a ", nd,
+               "-device cluster, this run's on ", g.sim->cluster().num_devices());
+      GO_CHECK(j.at("name").get<std::string>() == g.name && j.at("num_ops").get<std::int32_t>() == g.graph->num_ops(),
+               path, ": graph ", i, " of the checkpoint is '", j.at("name").get<std::string>(), "' (",
+               j.at("num_ops").get<std::int32_t>(), " ops), this run's is '", g.name, "' (", g.graph->num_ops(),
+               " ops)");
+      g.reference = j.at("reference").get<double>();
+      g.reference_kind = j.at("reference_kind").get<std::string>();
+      g.ema = j.at("ema").get<double>();
+      g.ema_init = j.at("ema_init").get<bool>();
+      g.samples = j.at("samples").get<std::int64_t>();
+      g.invalid = j.at("invalid").get<std::int64_t>();
+      const auto& b = j.at("best");
+      if (b.is_null()) {
+        g.best_step_time = kInf;
+        g.best_plan = Plan{};
+        g.best_update = -1;
+      } else {
+        g.best_step_time = b.at("step_time").get<double>();
+        g.best_update = b.at("update").get<std::int64_t>();
+        g.best_plan.device = b.at("device").get<std::vector<std::int32_t>>();
+        g.best_plan.priority = b.at("priority").get<std::vector<float>>();
+        g.best_plan.fusion = b.at("fusion").get<std::vector<std::int32_t>>();
+        check_plan_sizes(g.best_plan, g.graph->num_ops(), path + ": best plan: ");
+      }
+      if (j.contains("anchor") && g.pg.has_anchor()) {
+        policy::Actions a = actions_from_json(j.at("anchor"), g.pg.num_nodes, path + ": graph " + std::to_string(i) + "'s anchor");
+        g.pg.set_anchor(std::move(a.device), std::move(a.priority), std::move(a.fuse));
+      }
+      if (j.contains("starts")) {
+        const auto& st = j.at("starts");
+        GO_CHECK(st.size() == g.starts.size(), path, ": graph ", i, " has ", st.size(),
+                 " other starting points in the checkpoint, this run chose ", g.starts.size());
+        for (std::size_t k = 0; k < st.size(); ++k)
+          g.starts[k] = {actions_from_json(st[k], g.pg.num_nodes,
+                                           path + ": graph " + std::to_string(i) + "'s starting point " + std::to_string(k)),
+                         st[k].at("step_time").get<double>()};
+      }
+    }
+    updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
+    adam_->set_step_count(lt.meta.at("adam_step").get<long long>());
+    cfg_.updates = saved.updates;
+  } catch (const nlohmann::json::exception& e) {
+    GO_FAIL(path, ": malformed checkpoint metadata: ", e.what());
+  }
+}
+
+}  // namespace go::rl
