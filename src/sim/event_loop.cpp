@@ -183,11 +183,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       }
       const auto l = static_cast<std::int32_t>(static_cast<std::uint32_t>(fo));
       if (dev[l] != dev[v]) {
-        r.problem_group = f;
-        r.problem_op = l;
-        r.problem_op2 = v;
-        r.problem_device = dev[l];
-        r.problem_device2 = dev[v];
+        r.record_split(f, l, v, dev);
         return fail(SimStatus::fusion_spans_devices);
       }
       leader[v] = l;

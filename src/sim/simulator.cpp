@@ -321,11 +321,7 @@ const SimResult& Simulator::simulate(const Plan& plan, SimWorkspace& ws) const {
       std::int32_t& f = ws.coloc_first_[static_cast<std::size_t>(c)];
       if (f < 0) f = v;
       else if (dev[f] != dev[v]) {
-        r.problem_group = c;
-        r.problem_op = f;
-        r.problem_op2 = v;
-        r.problem_device = dev[f];
-        r.problem_device2 = dev[v];
+        r.record_split(c, f, v, dev);
         return invalid(SimStatus::colocation_split);
       }
     }

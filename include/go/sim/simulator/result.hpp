@@ -68,6 +68,16 @@ struct SimResult {
   std::int64_t problem_bytes = 0;
   double problem_time = 0;
   FusionRule fusion_rule = FusionRule::ok;     // fusion_illegal: the rule problem_group breaks
+
+  // Records group `group` (fusion or colocation) split across devices: its ops a and b, placed by
+  // `dev` on two different devices (fusion_spans_devices, colocation_split).
+  void record_split(std::int32_t group, OpId a, OpId b, const std::int32_t* dev) {
+    problem_group = group;
+    problem_op = a;
+    problem_op2 = b;
+    problem_device = dev[a];
+    problem_device2 = dev[b];
+  }
 };
 
 // One transfer of the last simulation.
