@@ -10,6 +10,7 @@
 
 #include "go/graph/graph.hpp"
 #include "go/graph/onnx.hpp"
+#include "go/graph/onnx_proto.hpp"
 
 namespace onnx_test {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Protobuf-level helpers of the ONNX importer (include/go/graph/onnx.hpp): tensor types as the
+// Protobuf-level helpers of the ONNX importer (go/graph/onnx.hpp, src/graph/onnx/): tensor types as the
 // importer sees them, node attributes, the integer contents of small tensors, broadcasting.
 #ifndef ONNX_ML
 #define ONNX_ML 1

@@ -1,0 +1,494 @@
+// Shape inference of the ONNX importer: output types of a node whose file records none.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "importer.hpp"
+
+namespace go::detail::onnx_import {
+
+namespace {
+
+// Spatial output sizes of a convolution or pooling window.
+std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& n, const std::vector<std::int64_t>& in,
+                                                           const std::vector<std::int64_t>& kernel, bool ceil_mode) {
+  const std::size_t sp = kernel.size();
+  if (in.size() != sp + 2) return std::nullopt;
+  auto strides = attr_ints(n, "strides");
+  auto dil = attr_ints(n, "dilations");
+  auto pads = attr_ints(n, "pads");
+  const std::string auto_pad = attr_string(n, "auto_pad");
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < sp; ++i) {
+    const std::int64_t s = i < strides.size() ? strides[i] : 1;
+    const std::int64_t d = i < dil.size() ? dil[i] : 1;
+    const std::int64_t x = in[2 + i];
+    if (s <= 0 || d <= 0 || kernel[i] <= 0 || x < 0) return std::nullopt;
+    std::int64_t eff = 0;
+    if (__builtin_mul_overflow(kernel[i] - 1, d, &eff) || eff > (std::int64_t(1) << 40)) return std::nullopt;
+    eff += 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out.push_back(x / s + (x % s != 0));
+      continue;
+    }
+    std::int64_t pb_ = 0, pe = 0;
+    if (auto_pad != "VALID" && pads.size() == 2 * sp) {
+      pb_ = pads[i];
+      pe = pads[i + sp];
+    }
+    // In 128 bits: pads come straight from the file and may be anything.
+    const __int128 wide = static_cast<__int128>(x) + pb_ + pe - eff;
+    if (wide < 0 || wide > (static_cast<__int128>(1) << 62)) return std::nullopt;
+    const auto span = static_cast<std::int64_t>(wide);
+    out.push_back((ceil_mode ? span / s + (span % s != 0) : span / s) + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<const TType*>& in) const {
+  const std::string& t = n.op_type();
+  const int nout = n.output_size();
+  std::vector<TType> out(static_cast<std::size_t>(std::max(nout, 0)));
+  if (nout == 0) return out;
+  TType& o = out[0];
+  o.dtype = (!in.empty() && in[0]) ? in[0]->dtype : ElemType::f32;
+  auto set = [&](std::vector<std::int64_t> dims) {
+    o.known = true;
+    o.dims = std::move(dims);
+  };
+  const TType* x = (!in.empty()) ? in[0] : nullptr;
+  const bool xk = x && x->known;
+  const OpKind kind = onnx_op_kind(t);
+
+  if (t == "Constant") {
+    if (const auto* a = attr(n, "value"); a && a->has_t()) {
+      o = type_of(a->t());
+    } else if (const auto* ai = attr(n, "value_ints")) {
+      o.dtype = ElemType::i64;
+      set({static_cast<std::int64_t>(ai->ints_size())});
+    } else if (attr(n, "value_int")) {
+      o.dtype = ElemType::i64;
+      set({});
+    } else if (attr(n, "value_float")) {
+      set({});
+    }
+    return out;
+  }
+  if (t == "Shape") {
+    o.dtype = ElemType::i64;
+    if (!xk) return out;
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    std::int64_t s = attr_int(n, "start", 0), e = attr_int(n, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = std::clamp<std::int64_t>(s, 0, r);
+    set({std::clamp<std::int64_t>(e, s, r) - s});
+    return out;
+  }
+  if (t == "ConstantOfShape") {
+    o.dtype = ElemType::f32;
+    if (const auto* a = attr(n, "value"); a && a->has_t()) o.dtype = elem_type_of(a->t().data_type());
+    if (const auto* c = n.input_size() > 0 ? const_of(n.input(0)) : nullptr) set(*c);
+    for (auto d : o.dims)
+      if (d < 0) o = TType{};
+    return out;
+  }
+  if (t == "Expand" || t == "Tile") {
+    const auto* c = n.input_size() > 1 ? const_of(n.input(1)) : nullptr;
+    if (!xk || !c) return out;
+    TType target;
+    target.known = true;
+    target.dims = *c;
+    if (t == "Expand") {
+      if (auto b = broadcast({x, &target})) set(*b);
+      return out;
+    }
+    if (c->size() != x->dims.size()) return out;
+    std::vector<std::int64_t> d(x->dims.size());
+    for (std::size_t i = 0; i < d.size(); ++i)
+      if ((*c)[i] < 0 || __builtin_mul_overflow(x->dims[i], (*c)[i], &d[i])) return out;
+    set(std::move(d));
+    return out;
+  }
+  if (t == "ScatterND" || t == "ScatterElements" || t == "Scatter") {
+    if (xk) set(x->dims);
+    return out;
+  }
+  if (t == "Size") {
+    o.dtype = ElemType::i64;
+    set({});
+    return out;
+  }
+  if (t == "Cast") {
+    o.dtype = elem_type_of(static_cast<int>(attr_int(n, "to", 1)));
+    if (xk) set(x->dims);
+    return out;
+  }
+  if (t == "Conv" || t == "ConvTranspose") {
+    if (!all_known(in, 2) || x->dims.size() < 3 || in[1]->dims.size() != x->dims.size()) return out;
+    const TType& w = *in[1];
+    std::vector<std::int64_t> kernel(w.dims.begin() + 2, w.dims.end());
+    if (auto ks = attr_ints(n, "kernel_shape"); ks.size() == kernel.size()) kernel = ks;
+    if (t == "Conv") {
+      auto sp = window_out(n, x->dims, kernel, false);
+      if (!sp) return out;
+      std::vector<std::int64_t> d{x->dims[0], w.dims[0]};
+      d.insert(d.end(), sp->begin(), sp->end());
+      set(std::move(d));
+    } else {
+      const std::int64_t group = std::max<std::int64_t>(1, attr_int(n, "group", 1));
+      auto strides = attr_ints(n, "strides");
+      auto dil = attr_ints(n, "dilations");
+      auto pads = attr_ints(n, "pads");
+      auto opad = attr_ints(n, "output_padding");
+      std::int64_t channels = 0;
+      if (__builtin_mul_overflow(w.dims[1], group, &channels)) return out;
+      std::vector<std::int64_t> d{x->dims[0], channels};
+      const std::size_t sp = kernel.size();
+      for (std::size_t i = 0; i < sp; ++i) {
+        const std::int64_t s = i < strides.size() ? strides[i] : 1, dl = i < dil.size() ? dil[i] : 1;
+        const __int128 p = pads.size() == 2 * sp ? static_cast<__int128>(pads[i]) + pads[i + sp] : 0;
+        const __int128 wide = static_cast<__int128>(s) * (x->dims[2 + i] - 1) + (i < opad.size() ? opad[i] : 0) +
+                              static_cast<__int128>(kernel[i] - 1) * dl + 1 - p;
+        if (wide < 0 || wide > (static_cast<__int128>(1) << 62)) return out;
+        const auto v = static_cast<std::int64_t>(wide);
+        if (v < 0) return out;
+        d.push_back(v);
+      }
+      set(std::move(d));
+    }
+    return out;
+  }
+  if (t == "MaxPool" || t == "AveragePool" || t == "LpPool") {
+    if (!xk || x->dims.size() < 3) return out;
+    auto kernel = attr_ints(n, "kernel_shape");
+    if (kernel.size() + 2 != x->dims.size()) return out;
+    auto sp = window_out(n, x->dims, kernel, attr_int(n, "ceil_mode", 0) != 0);
+    if (!sp) return out;
+    std::vector<std::int64_t> d{x->dims[0], x->dims[1]};
+    d.insert(d.end(), sp->begin(), sp->end());
+    set(d);
+    if (nout > 1) {  // MaxPool indices
+      out[1].dtype = ElemType::i64;
+      out[1].known = true;
+      out[1].dims = d;
+    }
+    return out;
+  }
+  if (kind == OpKind::global_pool) {
+    if (!xk || x->dims.size() < 2) return out;
+    std::vector<std::int64_t> d{x->dims[0], x->dims[1]};
+    d.resize(x->dims.size(), 1);
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Gemm") {
+    if (!all_known(in, 2) || x->dims.size() != 2 || in[1]->dims.size() != 2) return out;
+    const bool ta = attr_int(n, "transA", 0) != 0, tb = attr_int(n, "transB", 0) != 0;
+    set({ta ? x->dims[1] : x->dims[0], tb ? in[1]->dims[0] : in[1]->dims[1]});
+    return out;
+  }
+  if (t == "MatMul" || t == "MatMulInteger") {
+    if (!all_known(in, 2) || x->dims.empty() || in[1]->dims.empty()) return out;
+    std::vector<std::int64_t> a = x->dims, b = in[1]->dims;
+    const bool a1 = a.size() == 1, b1 = b.size() == 1;
+    if (a1) a.insert(a.begin(), 1);
+    if (b1) b.push_back(1);
+    TType ab, bb;
+    ab.known = bb.known = true;
+    ab.dims.assign(a.begin(), a.end() - 2);
+    bb.dims.assign(b.begin(), b.end() - 2);
+    auto batch = broadcast({&ab, &bb});
+    if (!batch) return out;
+    std::vector<std::int64_t> d = *batch;
+    if (!a1) d.push_back(a[a.size() - 2]);
+    if (!b1) d.push_back(b.back());
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Flatten") {
+    if (!xk) return out;
+    std::int64_t axis = attr_int(n, "axis", 1);
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis > r) return out;
+    std::int64_t a = 1, b = 1;
+    for (std::int64_t i = 0; i < r; ++i)
+      if (__builtin_mul_overflow(i < axis ? a : b, x->dims[static_cast<std::size_t>(i)], i < axis ? &a : &b)) return out;
+    set({a, b});
+    return out;
+  }
+  if (t == "Concat") {
+    std::int64_t axis = attr_int(n, "axis", 0);
+    if (!xk) return out;
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return out;
+    std::vector<std::int64_t> d = x->dims;
+    d[static_cast<std::size_t>(axis)] = 0;
+    for (const TType* p : in) {
+      if (!p) continue;
+      if (!p->known || p->dims.size() != x->dims.size()) return out;
+      d[static_cast<std::size_t>(axis)] += p->dims[static_cast<std::size_t>(axis)];
+    }
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Transpose") {
+    if (!xk) return out;
+    auto perm = attr_ints(n, "perm");
+    const std::size_t r = x->dims.size();
+    std::vector<std::int64_t> d(r);
+    for (std::size_t i = 0; i < r; ++i) {
+      const std::int64_t p = perm.empty() ? static_cast<std::int64_t>(r - 1 - i) : (i < perm.size() ? perm[i] : -1);
+      if (p < 0 || p >= static_cast<std::int64_t>(r)) return out;
+      d[i] = x->dims[static_cast<std::size_t>(p)];
+    }
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Reshape") {
+    const auto* shape = n.input_size() > 1 ? const_of(n.input(1)) : nullptr;
+    if (!xk || !shape) return out;
+    std::vector<std::int64_t> d;
+    std::int64_t known = 1, infer_at = -1;
+    for (std::size_t i = 0; i < shape->size(); ++i) {
+      std::int64_t v = (*shape)[i];
+      if (v == 0 && attr_int(n, "allowzero", 0) == 0) {
+        if (i >= x->dims.size()) return out;
+        v = x->dims[i];
+      }
+      if (v == -1) {
+        if (infer_at >= 0) return out;
+        infer_at = static_cast<std::int64_t>(i);
+        d.push_back(1);
+        continue;
+      }
+      if (v < 0 || __builtin_mul_overflow(known, v, &known)) return out;
+      d.push_back(v);
+    }
+    const double total = x->numel();
+    if (infer_at >= 0) {
+      if (known == 0) return out;
+      d[static_cast<std::size_t>(infer_at)] = static_cast<std::int64_t>(total) / known;
+    }
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Unsqueeze" || t == "Squeeze") {
+    if (!xk) return out;
+    std::vector<std::int64_t> axes = attr_ints(n, "axes");
+    if (axes.empty() && n.input_size() > 1)
+      if (const auto* c = const_of(n.input(1))) axes = *c;
+    std::vector<std::int64_t> d = x->dims;
+    if (t == "Squeeze") {
+      const auto r = static_cast<std::int64_t>(d.size());
+      std::vector<bool> drop(d.size(), false);
+      if (axes.empty())
+        for (std::size_t i = 0; i < d.size(); ++i) drop[i] = d[i] == 1;
+      for (auto a : axes) {
+        if (a < 0) a += r;
+        if (a < 0 || a >= r) return out;
+        drop[static_cast<std::size_t>(a)] = true;
+      }
+      std::vector<std::int64_t> e;
+      for (std::size_t i = 0; i < d.size(); ++i)
+        if (!drop[i]) e.push_back(d[i]);
+      set(std::move(e));
+    } else {
+      const auto r = static_cast<std::int64_t>(d.size() + axes.size());
+      for (auto& a : axes) {
+        if (a < 0) a += r;
+        if (a < 0 || a >= r) return out;
+      }
+      std::sort(axes.begin(), axes.end());
+      for (auto a : axes) d.insert(d.begin() + a, 1);
+      set(std::move(d));
+    }
+    return out;
+  }
+  if (t == "Gather") {
+    if (!all_known(in, 2)) return out;
+    std::int64_t axis = attr_int(n, "axis", 0);
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return out;
+    std::vector<std::int64_t> d(x->dims.begin(), x->dims.begin() + axis);
+    d.insert(d.end(), in[1]->dims.begin(), in[1]->dims.end());
+    d.insert(d.end(), x->dims.begin() + axis + 1, x->dims.end());
+    set(std::move(d));
+    return out;
+  }
+  if (kind == OpKind::reduce) {
+    if (!xk) return out;
+    std::vector<std::int64_t> axes = attr_ints(n, "axes");
+    if (axes.empty() && n.input_size() > 1)
+      if (const auto* c = const_of(n.input(1))) axes = *c;
+    const bool keep = attr_int(n, "keepdims", 1) != 0;
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    std::vector<bool> red(x->dims.size(), axes.empty());
+    if (t == "ArgMax" || t == "ArgMin") {
+      red.assign(x->dims.size(), false);
+      std::int64_t a = attr_int(n, "axis", 0);
+      if (a < 0) a += r;
+      if (a < 0 || a >= r) return out;
+      red[static_cast<std::size_t>(a)] = true;
+      o.dtype = ElemType::i64;
+    }
+    for (auto a : axes) {
+      if (a < 0) a += r;
+      if (a < 0 || a >= r) return out;
+      red[static_cast<std::size_t>(a)] = true;
+    }
+    std::vector<std::int64_t> d;
+    for (std::size_t i = 0; i < x->dims.size(); ++i)
+      if (!red[i]) d.push_back(x->dims[i]);
+      else if (keep) d.push_back(1);
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Slice") {
+    if (!xk) return out;
+    std::vector<std::int64_t> starts, ends, axes, steps;
+    if (n.input_size() >= 3) {
+      const auto* s = const_of(n.input(1));
+      const auto* e = const_of(n.input(2));
+      if (!s || !e) return out;
+      starts = *s;
+      ends = *e;
+      if (n.input_size() > 3 && !n.input(3).empty()) {
+        const auto* a = const_of(n.input(3));
+        if (!a) return out;
+        axes = *a;
+      }
+      if (n.input_size() > 4 && !n.input(4).empty()) {
+        const auto* st = const_of(n.input(4));
+        if (!st) return out;
+        steps = *st;
+      }
+    } else {
+      starts = attr_ints(n, "starts");
+      ends = attr_ints(n, "ends");
+      axes = attr_ints(n, "axes");
+    }
+    if (starts.size() != ends.size()) return out;
+    std::vector<std::int64_t> d = x->dims;
+    const auto r = static_cast<std::int64_t>(d.size());
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      std::int64_t a = i < axes.size() ? axes[i] : static_cast<std::int64_t>(i);
+      if (a < 0) a += r;
+      if (a < 0 || a >= r) return out;
+      const std::int64_t dim = d[static_cast<std::size_t>(a)];
+      const std::int64_t step = i < steps.size() ? steps[i] : 1;
+      if (step == 0) return out;
+      auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+        if (v < 0) v += dim;
+        return std::clamp(v, lo, hi);
+      };
+      std::int64_t len;
+      if (step > 0) {
+        const std::int64_t s = clampi(starts[i], 0, dim), e = clampi(ends[i], 0, dim);
+        len = e > s ? (e - s + step - 1) / step : 0;
+      } else {
+        const std::int64_t s = clampi(starts[i], -1, dim - 1), e = clampi(ends[i], -1, dim - 1);
+        len = s > e ? (s - e - step - 1) / (-step) : 0;
+      }
+      d[static_cast<std::size_t>(a)] = len;
+    }
+    set(std::move(d));
+    return out;
+  }
+  if (t == "Split") {
+    if (!xk) return out;
+    std::int64_t axis = attr_int(n, "axis", 0);
+    const auto r = static_cast<std::int64_t>(x->dims.size());
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return out;
+    std::vector<std::int64_t> split = attr_ints(n, "split");
+    if (split.empty() && n.input_size() > 1 && !n.input(1).empty())
+      if (const auto* c = const_of(n.input(1))) split = *c;
+    const std::int64_t dim = x->dims[static_cast<std::size_t>(axis)];
+    if (split.empty()) {
+      const std::int64_t k = nout, each = (dim + k - 1) / k;
+      for (std::int64_t i = 0; i < k; ++i) split.push_back(std::max<std::int64_t>(0, std::min(each, dim - i * each)));
+    }
+    if (static_cast<int>(split.size()) != nout) return out;
+    for (int i = 0; i < nout; ++i) {
+      if (split[static_cast<std::size_t>(i)] < 0) return out;
+      out[static_cast<std::size_t>(i)].dtype = x->dtype;
+      out[static_cast<std::size_t>(i)].known = true;
+      out[static_cast<std::size_t>(i)].dims = x->dims;
+      out[static_cast<std::size_t>(i)].dims[static_cast<std::size_t>(axis)] = split[static_cast<std::size_t>(i)];
+    }
+    return out;
+  }
+  if (t == "Pad") {
+    if (!xk) return out;
+    std::vector<std::int64_t> pads = attr_ints(n, "pads");
+    if (pads.empty() && n.input_size() > 1)
+      if (const auto* c = const_of(n.input(1))) pads = *c;
+    const std::size_t r = x->dims.size();
+    if (pads.size() != 2 * r) return out;
+    std::vector<std::int64_t> d = x->dims;
+    for (std::size_t i = 0; i < r; ++i) {
+      d[i] += pads[i] + pads[i + r];
+      if (d[i] < 0) return out;
+    }
+    set(std::move(d));
+    return out;
+  }
+  if (t == "LSTM" || t == "GRU" || t == "RNN") {
+    if (!xk || x->dims.size() != 3) return out;
+    const std::int64_t h = attr_int(n, "hidden_size", -1);
+    if (h <= 0) return out;
+    const std::int64_t dirs = attr_string(n, "direction") == "bidirectional" ? 2 : 1;
+    const bool batch_first = attr_int(n, "layout", 0) != 0;
+    const std::int64_t seq = batch_first ? x->dims[1] : x->dims[0], batch = batch_first ? x->dims[0] : x->dims[1];
+    set(batch_first ? std::vector<std::int64_t>{batch, seq, dirs, h} : std::vector<std::int64_t>{seq, dirs, batch, h});
+    for (int i = 1; i < nout; ++i) {
+      out[static_cast<std::size_t>(i)].dtype = x->dtype;
+      out[static_cast<std::size_t>(i)].known = true;
+      out[static_cast<std::size_t>(i)].dims = batch_first ? std::vector<std::int64_t>{batch, dirs, h}
+                                                          : std::vector<std::int64_t>{dirs, batch, h};
+    }
+    return out;
+  }
+  if (t == "Where") {
+    if (auto b = broadcast(in)) set(*b);
+    if (in.size() > 1 && in[1]) o.dtype = in[1]->dtype;
+    return out;
+  }
+  if (kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div || t == "Pow" ||
+      t == "Max" || t == "Min" || t == "Mean" || t == "Equal" || t == "Less" || t == "Greater" || t == "And" ||
+      t == "Or" || t == "PRelu" || t == "Mod" || t == "LessOrEqual" || t == "GreaterOrEqual" || t == "Xor") {
+    if (auto b = broadcast(in)) set(*b);
+    if (t == "Equal" || t == "Less" || t == "Greater" || t == "And" || t == "Or" || t == "LessOrEqual" ||
+        t == "GreaterOrEqual" || t == "Xor")
+      o.dtype = ElemType::boolean;
+    return out;
+  }
+  // Same shape as the first input: activations, normalizations, softmax, dropout, unary math.
+  if (kind == OpKind::relu || kind == OpKind::sigmoid || kind == OpKind::tanh || kind == OpKind::gelu ||
+      kind == OpKind::batch_norm || kind == OpKind::layer_norm || kind == OpKind::softmax ||
+      kind == OpKind::dropout || t == "Identity" || kind == OpKind::elementwise) {
+    if (t == "Expand" || t == "Tile" || t == "Range" || t == "Resize" || t == "Upsample") return out;
+    if (xk) set(x->dims);
+    for (int i = 1; i < nout; ++i)
+      if (t == "Dropout" && xk) {  // mask
+        out[static_cast<std::size_t>(i)].dtype = ElemType::boolean;
+        out[static_cast<std::size_t>(i)].known = true;
+        out[static_cast<std::size_t>(i)].dims = x->dims;
+      }
+    return out;
+  }
+  return out;
+}
+
+}  // namespace go::detail::onnx_import
