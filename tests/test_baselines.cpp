@@ -167,6 +167,47 @@ TEST_CASE("baselines: pipeline stages of a training graph", "[baselines]") {
   CHECK(std::all_of(one.device.begin(), one.device.end(), [](std::int32_t d) { return d == 0; }));
 }
 
+TEST_CASE("baselines: pipeline stages that do not fit memory also balance memory", "[baselines]") {
+  // A chain a, b, c, d of 1, 1, 1, 2.5 ms; a and b hold 6 MB of parameters each, devices 10 MB.
+  // The equal-compute cut puts a, b, c on device 0 (12 MB: out of memory). Weights of compute/total
+  // and memory/total: at 3/4 compute the middle of b's weight is at 0.39 of the total (device 0); at
+  // 1/2 at 0.51, so the cut falls between a and b: a on 0, b, c, d on 1, 6 MB each, which fits (1/4
+  // and 0 give the same plan, no faster, so 1/2 is kept).
+  Tiny t;
+  const std::int64_t mb = 1 << 20;
+  const auto a = t.op("a", 1, 1024, {}, 6 * mb);
+  const auto b = t.op("b", 1, 1024, {a}, 6 * mb);
+  const auto c = t.op("c", 1, 1024, {b});
+  t.op("d", 2.5, 1024, {c});
+  const go::OpGraph g = t.build();
+  const go::Cluster cl = test_cluster(2, 10 * mb);
+  go::Plan compute;
+  compute.device = go::pipeline_placement(g, 2);
+  CHECK(compute.device == std::vector<std::int32_t>{0, 0, 0, 1});
+  go::Simulator sim(g, cl);
+  const go::SimResult r0 = sim.simulate(compute);
+  CHECK(r0.status == go::SimStatus::out_of_memory);
+  std::string note;
+  const go::Plan p = go::pipeline_plan(g, cl, sim, &note);
+  CHECK(p.device == std::vector<std::int32_t>{0, 1, 1, 1});
+  CHECK(sim.simulate(p).valid);
+  CHECK_THAT(note, Contains("50% compute + 50% memory") && Contains("out of memory on device 0"));
+  // Through place(): the same plan, valid, with the note.
+  const go::PlaceResult r = go::place("pipeline", g, cl);
+  CHECK(r.valid);
+  CHECK(r.plan.device == p.device);
+  CHECK_THAT(r.note, Contains("stages balancing"));
+  // Stages that fit keep the equal-compute cut (and say so); a graph that fits nowhere keeps it too.
+  std::string n2;
+  CHECK(go::pipeline_plan(g, test_cluster(2), go::SimOptions{}, &n2).device == compute.device);
+  CHECK(n2 == "stages of equal compute");
+  std::string n3;
+  const go::Cluster tight = test_cluster(2, 5 * mb);
+  CHECK(go::pipeline_plan(g, tight, go::SimOptions{}, &n3).device == compute.device);
+  CHECK_THAT(n3, Contains("none of the stages that also balance memory fits"));
+  CHECK_FALSE(go::place("pipeline", g, tight).valid);
+}
+
 TEST_CASE("baselines: a diamond", "[baselines]") {
   // a -> {b, c} -> d; b and c take 10 ms each, tensors of 1 KB (a transfer costs ~0.1 ms): the
   // optimum runs b and c on different devices, ~0.2 ms of transfers + 20.2 ms of compute... i.e.

@@ -15,8 +15,10 @@ std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return human_plan(g, c, o.expert_split, &r.note);
                }});
-  m.push_back({"pipeline", "pipeline stages: forward ops in depth-first topological order cut into one block of equal compute per device, training ops with their forward op",
-               [](const OpGraph& g, const Cluster& c, const PlaceOptions&, PlaceResult&) { return pipeline_plan(g, c); }});
+  m.push_back({"pipeline", "pipeline stages: forward ops in depth-first topological order cut into one block of equal compute per device (of compute and memory where those do not fit), training ops with their forward op",
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
+                 return pipeline_plan(g, c, o.sim, &r.note);
+               }});
   m.push_back({"metis", "METIS k-way partition weighted by compute and edge bytes, balancing compute and memory",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return metis_plan(g, c, o.seed, &r.note);

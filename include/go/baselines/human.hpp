@@ -12,29 +12,84 @@
 //        op), the documented generic rule.
 //   Colocation groups are then enforced (go::colocate). The result's note says which rule applied.
 //   pipeline: forward ops in depth-first topological order cut into k stages of equal compute,
-//     training ops with their forward op (go/graph/zoo/placement.hpp, pipeline_placement). It
-//     balances compute only: memory may overflow where human fits (rnnlm4 on 2 V100s).
+//     training ops with their forward op (go/graph/zoo/placement.hpp, pipeline_placement). Where
+//     those stages do not fit memory (simulated), stages of equal compute-and-memory weight are
+//     tried (pipeline_plan below) and the fastest that fits is the plan.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "go/baselines/common.hpp"
 #include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/zoo.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
 
 namespace go {
 
 inline Plan default_plan(const OpGraph& g) { return Plan::single_device(g.num_ops(), 0); }
 
-inline Plan pipeline_plan(const OpGraph& g, const Cluster& c) {
-  Plan p;
-  p.device = pipeline_placement(g, c.num_devices());
-  colocate(g, p);
-  return p;
+// Pipeline stages that fit memory where they can. The equal-compute stages when they fit (simulated
+// by `sim`); else stages cut by the weight a*compute/total + (1-a)*memory/total of each forward op
+// (memory: Baechi's static footprint of the op and of every training op that follows it, so a
+// stage's parameters, optimizer state and saved activations), a = 3/4, 1/2, 1/4, 0, and the
+// fastest of those that fits; when none does, the equal-compute stages (out of memory). Why not
+// only memory: the stages of a training graph hold very unequal activations (the first stage's
+// live longest), and equal memory alone can leave one device most of the compute.
+// `note` (optional) says which stages were chosen and why.
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& sim, std::string* note = nullptr) {
+  const int k = c.num_devices();
+  const std::vector<OpId> order = pipeline_order(g);
+  const std::vector<double> time = detail::zoo::v100_times(g, order);
+  auto plan_of = [&](const std::vector<double>& w) {
+    Plan p;
+    p.device = detail::zoo::cut_weighted_order(g, k, order, w);
+    colocate(g, p);
+    return p;
+  };
+  Plan compute = plan_of(time);
+  if (note) *note = "stages of equal compute";
+  if (k < 2 || order.empty()) return compute;
+  SimWorkspace ws = sim.make_workspace();
+  const SimResult& r0 = sim.simulate(compute, ws);
+  if (r0.valid || r0.status != SimStatus::out_of_memory) return compute;
+  const std::string why = sim_reason(r0, g, c);
+  std::vector<double> mem(order.size(), 0.0);
+  const std::vector<std::int32_t> owner = forward_owner(g, order);
+  for (const Op& o : g.ops()) mem[static_cast<std::size_t>(owner[static_cast<std::size_t>(o.id)])] += static_cast<double>(detail::base::op_footprint(o));
+  double total_t = 0, total_m = 0;
+  for (double t : time) total_t += t;
+  for (double m : mem) total_m += m;
+  Plan best;
+  double best_time = 0, best_a = 0;
+  for (const double a : {0.75, 0.5, 0.25, 0.0}) {
+    std::vector<double> w(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+      w[i] = (total_t > 0 ? a * time[i] / total_t : 0.0) + (total_m > 0 ? (1 - a) * mem[i] / total_m : 0.0);
+    Plan p = plan_of(w);
+    const SimResult& r = sim.simulate(p, ws);
+    if (r.valid && (best.device.empty() || r.step_time < best_time)) {
+      best_time = r.step_time;
+      best_a = a;
+      best = std::move(p);
+    }
+  }
+  if (best.device.empty()) {
+    if (note) *note = "stages of equal compute; none of the stages that also balance memory fits either (" + why + ")";
+    return compute;
+  }
+  if (note)
+    *note = "stages balancing " + std::to_string(static_cast<int>(100 * best_a)) + "% compute + " +
+            std::to_string(static_cast<int>(100 * (1 - best_a))) + "% memory (the stages of equal compute do not fit: " + why + ")";
+  return best;
+}
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const SimOptions& so = {}, std::string* note = nullptr) {
+  const Simulator sim(g, c, so);
+  return pipeline_plan(g, c, sim, note);
 }
 
 // The expert split next to a dnn-partitioning graph file, or "" when there is none.

@@ -124,7 +124,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       if (wanted("human")) placements.emplace_back("human", human_plan(g, c));
     } catch (const Error&) {
     }
-    if (wanted("pipeline")) placements.emplace_back("pipeline", pipeline_plan(g, c));
+    if (wanted("pipeline")) placements.emplace_back("pipeline", pipeline_plan(g, c, sim));
     try {
       if (wanted("metis") && metis_available()) placements.emplace_back("metis", metis_plan(g, c, seed));
     } catch (const Error&) {

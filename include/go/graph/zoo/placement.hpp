@@ -179,22 +179,37 @@ void split_branches(const OpGraph& g, int k, std::vector<std::int32_t>& dev, Bra
   }
 }
 
-// Cuts `order` (forward ops) into k contiguous blocks of equal estimated compute (op_time on a
-// V100), sets their devices, and lets the other ops follow (finish_placement).
-inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, const std::vector<OpId>& order) {
+// Cuts `order` (forward ops) into k contiguous blocks of equal total `weight` (weight[i] is
+// order[i]'s; an op goes to the block where the middle of its weight falls), sets their devices, and
+// lets the other ops follow (finish_placement).
+inline std::vector<std::int32_t> cut_weighted_order(const OpGraph& g, int k, const std::vector<OpId>& order,
+                                                    const std::vector<double>& weight) {
   std::vector<std::int32_t> dev(static_cast<std::size_t>(g.num_ops()), -1);
-  const DeviceSpec spec;
   double total = 0;
-  for (OpId v : order) total += op_time(g.op(v), spec);
+  for (double w : weight) total += w;
   double cum = 0;
-  for (OpId v : order) {
-    const double t = op_time(g.op(v), spec);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const double t = weight[i];
     const double mid = total > 0 ? (cum + 0.5 * t) / total : 0.0;
-    dev[static_cast<std::size_t>(v)] = std::min(k - 1, static_cast<std::int32_t>(mid * k));
+    dev[static_cast<std::size_t>(order[i])] = std::min(k - 1, static_cast<std::int32_t>(mid * k));
     cum += t;
   }
   finish_placement(g, dev);
   return dev;
+}
+
+// Estimated compute of each op of `order` (op_time on a V100), the weights of the equal-compute cuts.
+inline std::vector<double> v100_times(const OpGraph& g, const std::vector<OpId>& order) {
+  const DeviceSpec spec;
+  std::vector<double> t;
+  t.reserve(order.size());
+  for (OpId v : order) t.push_back(op_time(g.op(v), spec));
+  return t;
+}
+
+// Cuts `order` (forward ops) into k contiguous blocks of equal estimated compute.
+inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, const std::vector<OpId>& order) {
+  return cut_weighted_order(g, k, order, v100_times(g, order));
 }
 
 }  // namespace detail::zoo
@@ -225,13 +240,27 @@ inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k
 // follows a chain to its end before the next, so a stage is a run of whole steps of a recurrence,
 // e.g. Transformer-XL segments or RNN time steps), cut into k contiguous blocks of equal estimated
 // compute; backward/update ops follow their forward op, so stage s's backward overlaps stage s+1's
-// forward where the graph allows (GPipe / PipeDream stages without micro-batches).
-inline std::vector<std::int32_t> pipeline_placement(const OpGraph& g, int k) {
-  GO_CHECK(k >= 1, g.where(), "pipeline_placement: k must be at least 1, got ", k);
+// forward where the graph allows (GPipe / PipeDream stages without micro-batches). pipeline_order is
+// that order of the forward ops. It balances compute only; go::pipeline_plan (baselines/human.hpp)
+// also balances memory where these stages do not fit.
+inline std::vector<OpId> pipeline_order(const OpGraph& g) {
   std::vector<OpId> fwd;
   for (OpId v : depth_first_topo_order(g))
     if (g.op(v).role == OpRole::forward) fwd.push_back(v);
-  return detail::zoo::cut_forward_order(g, k, fwd);
+  return fwd;
+}
+inline std::vector<std::int32_t> pipeline_placement(const OpGraph& g, int k) {
+  GO_CHECK(k >= 1, g.where(), "pipeline_placement: k must be at least 1, got ", k);
+  return detail::zoo::cut_forward_order(g, k, pipeline_order(g));
+}
+
+// For each op, the index in `order` (forward ops) of the op whose device it takes when only the ops
+// of `order` are placed (finish_placement's rules): what a block of `order` brings with it.
+inline std::vector<std::int32_t> forward_owner(const OpGraph& g, const std::vector<OpId>& order) {
+  std::vector<std::int32_t> owner(static_cast<std::size_t>(g.num_ops()), -1);
+  for (std::size_t i = 0; i < order.size(); ++i) owner[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+  detail::zoo::finish_placement(g, owner);
+  return owner;
 }
 
 // The human-expert placement of a zoo graph (forward or training) on k devices: a device in [0, k)
