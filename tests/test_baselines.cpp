@@ -167,7 +167,7 @@ TEST_CASE("baselines: pipeline stages of a training graph", "[baselines]") {
   CHECK(std::all_of(one.device.begin(), one.device.end(), [](std::int32_t d) { return d == 0; }));
 }
 
-TEST_CASE("baselines: pipeline stages that do not fit memory also balance memory", "[baselines]") {
+TEST_CASE("baselines: pipeline stages and generic human blocks that do not fit memory also balance memory", "[baselines]") {
   // A chain a, b, c, d of 1, 1, 1, 2.5 ms; a and b hold 6 MB of parameters each, devices 10 MB.
   // The equal-compute cut puts a, b, c on device 0 (12 MB: out of memory). Weights of compute/total
   // and memory/total: at 3/4 compute the middle of b's weight is at 0.39 of the total (device 0); at
@@ -197,14 +197,20 @@ TEST_CASE("baselines: pipeline stages that do not fit memory also balance memory
   CHECK(r.valid);
   CHECK(r.plan.device == p.device);
   CHECK_THAT(r.note, Contains("stages balancing"));
+  // The generic human rule (blocks by topological depth: the same chain) falls back the same way.
+  std::string hn;
+  const go::Plan h = go::human_plan(g, cl, {}, &hn);
+  CHECK(h.device == p.device);
+  CHECK_THAT(hn, Contains("generic rule") && Contains("50% compute + 50% memory"));
+  CHECK(go::human_plan(g, test_cluster(2)).device == compute.device);
   // Stages that fit keep the equal-compute cut (and say so); a graph that fits nowhere keeps it too.
   std::string n2;
   CHECK(go::pipeline_plan(g, test_cluster(2), go::SimOptions{}, &n2).device == compute.device);
-  CHECK(n2 == "stages of equal compute");
+  CHECK(n2 == "stages balanced by compute");
   std::string n3;
   const go::Cluster tight = test_cluster(2, 5 * mb);
   CHECK(go::pipeline_plan(g, tight, go::SimOptions{}, &n3).device == compute.device);
-  CHECK_THAT(n3, Contains("none of the stages that also balance memory fits"));
+  CHECK_THAT(n3, Contains("none balancing memory too fits"));
   CHECK_FALSE(go::place("pipeline", g, tight).valid);
 }
 

@@ -9,12 +9,13 @@
 //        <root>/human-experts/<stem>_expert.json) and uses at most the cluster's devices: the split;
 //     4. any other graph: default_human_placement (forward ops by topological depth, cut into k
 //        contiguous blocks of equal estimated compute; backward and update ops follow their forward
-//        op), the documented generic rule.
+//        op), the documented generic rule; where those blocks do not fit memory, blocks that also
+//        balance memory (detail::base::blocks_that_fit, as pipeline).
 //   Colocation groups are then enforced (go::colocate). The result's note says which rule applied.
 //   pipeline: forward ops in depth-first topological order cut into k stages of equal compute,
 //     training ops with their forward op (go/graph/zoo/placement.hpp, pipeline_placement). Where
 //     those stages do not fit memory (simulated), stages of equal compute-and-memory weight are
-//     tried (pipeline_plan below) and the fastest that fits is the plan.
+//     tried (detail::base::blocks_that_fit below) and the fastest that fits is the plan.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -33,17 +34,20 @@ namespace go {
 
 inline Plan default_plan(const OpGraph& g) { return Plan::single_device(g.num_ops(), 0); }
 
-// Pipeline stages that fit memory where they can. The equal-compute stages when they fit (simulated
-// by `sim`); else stages cut by the weight a*compute/total + (1-a)*memory/total of each forward op
-// (memory: Baechi's static footprint of the op and of every training op that follows it, so a
-// stage's parameters, optimizer state and saved activations), a = 3/4, 1/2, 1/4, 0, and the
-// fastest of those that fits; when none does, the equal-compute stages (out of memory). Why not
-// only memory: the stages of a training graph hold very unequal activations (the first stage's
-// live longest), and equal memory alone can leave one device most of the compute.
-// `note` (optional) says which stages were chosen and why.
-inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& sim, std::string* note = nullptr) {
+namespace detail::base {
+
+// Contiguous blocks of `order` (forward ops), one per device, training ops with their forward op,
+// that fit memory where they can. The blocks of equal compute when they fit (simulated by `sim`);
+// else blocks cut by the weight a*compute/total + (1-a)*memory/total of each forward op (memory:
+// Baechi's static footprint of the op and of every training op that follows it, so a block's
+// parameters, optimizer state and saved activations), a = 3/4, 1/2, 1/4, 0, and the fastest of
+// those that fits; when none does, the blocks of equal compute (out of memory). Why not memory
+// alone: the blocks of a training graph hold very unequal activations (the first block's live
+// longest), and equal memory alone can leave one device most of the compute. `how` says which
+// blocks were chosen and why.
+inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator& sim, const std::vector<OpId>& order,
+                            std::string& how) {
   const int k = c.num_devices();
-  const std::vector<OpId> order = pipeline_order(g);
   const std::vector<double> time = detail::zoo::v100_times(g, order);
   auto plan_of = [&](const std::vector<double>& w) {
     Plan p;
@@ -52,7 +56,7 @@ inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& s
     return p;
   };
   Plan compute = plan_of(time);
-  if (note) *note = "stages of equal compute";
+  how = "balanced by compute";
   if (k < 2 || order.empty()) return compute;
   SimWorkspace ws = sim.make_workspace();
   const SimResult& r0 = sim.simulate(compute, ws);
@@ -60,7 +64,7 @@ inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& s
   const std::string why = sim_reason(r0, g, c);
   std::vector<double> mem(order.size(), 0.0);
   const std::vector<std::int32_t> owner = forward_owner(g, order);
-  for (const Op& o : g.ops()) mem[static_cast<std::size_t>(owner[static_cast<std::size_t>(o.id)])] += static_cast<double>(detail::base::op_footprint(o));
+  for (const Op& o : g.ops()) mem[static_cast<std::size_t>(owner[static_cast<std::size_t>(o.id)])] += static_cast<double>(op_footprint(o));
   double total_t = 0, total_m = 0;
   for (double t : time) total_t += t;
   for (double m : mem) total_m += m;
@@ -79,13 +83,23 @@ inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& s
     }
   }
   if (best.device.empty()) {
-    if (note) *note = "stages of equal compute; none of the stages that also balance memory fits either (" + why + ")";
+    how = "balanced by compute; none balancing memory too fits either (" + why + ")";
     return compute;
   }
-  if (note)
-    *note = "stages balancing " + std::to_string(static_cast<int>(100 * best_a)) + "% compute + " +
-            std::to_string(static_cast<int>(100 * (1 - best_a))) + "% memory (the stages of equal compute do not fit: " + why + ")";
+  how = "balancing " + std::to_string(static_cast<int>(100 * best_a)) + "% compute + " +
+        std::to_string(static_cast<int>(100 * (1 - best_a))) + "% memory (those balanced by compute do not fit: " + why + ")";
   return best;
+}
+
+}  // namespace detail::base
+
+// Pipeline stages (pipeline_order's blocks) that fit memory where they can (blocks_that_fit above).
+// `note` (optional) says which stages were chosen and why.
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& sim, std::string* note = nullptr) {
+  std::string how;
+  Plan p = detail::base::blocks_that_fit(g, c, sim, pipeline_order(g), how);
+  if (note) *note = "stages " + how;
+  return p;
 }
 inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const SimOptions& so = {}, std::string* note = nullptr) {
   const Simulator sim(g, c, so);
@@ -138,10 +152,12 @@ inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& ex
         } catch (const Error& err) {
           say(std::string("expert split unusable (") + err.what() + "); generic rule");
         }
-      } else {
-        say("generic rule: contiguous blocks by topological depth, balanced by compute");
       }
-      if (!done) p.device = default_human_placement(g, k);
+      if (!done) {
+        std::string how;
+        p = detail::base::blocks_that_fit(g, c, Simulator(g, c), default_human_order(g), how);
+        if (split.empty()) say("generic rule: contiguous blocks by topological depth, " + how);
+      }
     }
   }
   for (std::int32_t d : p.device)

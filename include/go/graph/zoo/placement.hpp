@@ -217,8 +217,9 @@ inline std::vector<std::int32_t> cut_forward_order(const OpGraph& g, int k, cons
 // Generic expert-style placement for any graph on k devices: forward ops ordered by topological depth
 // (longest path from the inputs, ties by id), cut into k contiguous blocks of equal estimated compute
 // (op_time on a V100); backward/update ops follow their forward op (see zoo.hpp's header comment).
-inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k) {
-  GO_CHECK(k >= 1, g.where(), "default_human_placement: k must be at least 1, got ", k);
+// default_human_order is that order of the forward ops. go::human_plan (baselines/human.hpp) also
+// balances memory where these blocks do not fit.
+inline std::vector<OpId> default_human_order(const OpGraph& g) {
   const auto n = static_cast<std::size_t>(g.num_ops());
   std::vector<std::int32_t> level(n, 0);
   std::vector<OpId> fwd;
@@ -233,7 +234,11 @@ inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k
     const auto la = level[static_cast<std::size_t>(a)], lb = level[static_cast<std::size_t>(b)];
     return la != lb ? la < lb : a < b;
   });
-  return detail::zoo::cut_forward_order(g, k, fwd);
+  return fwd;
+}
+inline std::vector<std::int32_t> default_human_placement(const OpGraph& g, int k) {
+  GO_CHECK(k >= 1, g.where(), "default_human_placement: k must be at least 1, got ", k);
+  return detail::zoo::cut_forward_order(g, k, default_human_order(g));
 }
 
 // Pipeline stages for any graph on k devices: forward ops in depth-first topological order (which
