@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,11 @@ namespace detail::base {
 // parameters, optimizer state and saved activations), a = 3/4, 1/2, 1/4, 0, and the fastest of
 // those that fits; when none does, the blocks of equal compute (out of memory). Why not memory
 // alone: the blocks of a training graph hold very unequal activations (the first block's live
-// longest), and equal memory alone can leave one device most of the compute. `how` says which
-// blocks were chosen and why.
-inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator& sim, const std::vector<OpId>& order,
-                            std::string& how) {
+// longest), and equal memory alone can leave one device most of the compute. `sim`: the graph's
+// simulator on c, or null to build one with `so` (only when there is something to check). `how`
+// says which blocks were chosen and why.
+inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator* sim, const SimOptions& so,
+                            const std::vector<OpId>& order, std::string& how) {
   const int k = c.num_devices();
   const std::vector<double> time = detail::zoo::v100_times(g, order);
   auto plan_of = [&](const std::vector<double>& w) {
@@ -58,8 +60,10 @@ inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator&
   Plan compute = plan_of(time);
   how = "balanced by compute";
   if (k < 2 || order.empty()) return compute;
-  SimWorkspace ws = sim.make_workspace();
-  const SimResult& r0 = sim.simulate(compute, ws);
+  std::optional<Simulator> own;
+  if (!sim) sim = &own.emplace(g, c, so);
+  SimWorkspace ws = sim->make_workspace();
+  const SimResult& r0 = sim->simulate(compute, ws);
   if (r0.valid || r0.status != SimStatus::out_of_memory) return compute;
   const std::string why = sim_reason(r0, g, c);
   std::vector<double> mem(order.size(), 0.0);
@@ -75,7 +79,7 @@ inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator&
     for (std::size_t i = 0; i < order.size(); ++i)
       w[i] = (total_t > 0 ? a * time[i] / total_t : 0.0) + (total_m > 0 ? (1 - a) * mem[i] / total_m : 0.0);
     Plan p = plan_of(w);
-    const SimResult& r = sim.simulate(p, ws);
+    const SimResult& r = sim->simulate(p, ws);
     if (r.valid && (best.device.empty() || r.step_time < best_time)) {
       best_time = r.step_time;
       best_a = a;
@@ -93,17 +97,20 @@ inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator&
 
 }  // namespace detail::base
 
-// Pipeline stages (pipeline_order's blocks) that fit memory where they can (blocks_that_fit above).
-// `note` (optional) says which stages were chosen and why.
-inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& sim, std::string* note = nullptr) {
+// Pipeline stages (pipeline_order's blocks) that fit memory where they can (blocks_that_fit above,
+// with its `sim` and `so`). `note` (optional) says which stages were chosen and why.
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator* sim, const SimOptions& so,
+                          std::string* note) {
   std::string how;
-  Plan p = detail::base::blocks_that_fit(g, c, sim, pipeline_order(g), how);
+  Plan p = detail::base::blocks_that_fit(g, c, sim, so, pipeline_order(g), how);
   if (note) *note = "stages " + how;
   return p;
 }
+inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const Simulator& sim, std::string* note = nullptr) {
+  return pipeline_plan(g, c, &sim, {}, note);
+}
 inline Plan pipeline_plan(const OpGraph& g, const Cluster& c, const SimOptions& so = {}, std::string* note = nullptr) {
-  const Simulator sim(g, c, so);
-  return pipeline_plan(g, c, sim, note);
+  return pipeline_plan(g, c, nullptr, so, note);
 }
 
 // The expert split next to a dnn-partitioning graph file, or "" when there is none.
@@ -118,8 +125,9 @@ inline std::string find_expert_split(const OpGraph& g) {
   return {};
 }
 
+// `sim` (optional): the graph's simulator on c, for the generic rule's memory check (else it builds one).
 inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& expert_split = {},
-                       std::string* note = nullptr) {
+                       std::string* note = nullptr, const Simulator* sim = nullptr) {
   const std::int32_t k = c.num_devices();
   auto say = [&](const std::string& s) {
     if (note) *note = s;
@@ -155,7 +163,7 @@ inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& ex
       }
       if (!done) {
         std::string how;
-        p = detail::base::blocks_that_fit(g, c, Simulator(g, c), default_human_order(g), how);
+        p = detail::base::blocks_that_fit(g, c, sim, {}, default_human_order(g), how);
         if (split.empty()) say("generic rule: contiguous blocks by topological depth, " + how);
       }
     }

@@ -121,7 +121,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   if (wanted("default")) placements.emplace_back("default", default_plan(g));
   if (c.num_devices() > 1) {
     try {
-      if (wanted("human")) placements.emplace_back("human", human_plan(g, c));
+      if (wanted("human")) placements.emplace_back("human", human_plan(g, c, {}, nullptr, &sim));
     } catch (const Error&) {
     }
     if (wanted("pipeline")) placements.emplace_back("pipeline", pipeline_plan(g, c, sim));
