@@ -258,6 +258,48 @@ TEST_CASE("onnx: shape inference and FLOPs per operator", "[graph][onnx]") {
   CHECK(g.op(*g.find("conv")).output_bytes == static_cast<std::int64_t>(conv_out) * 4);
 }
 
+TEST_CASE("onnx: negative axes count from the end, and Flatten may split after the last axis", "[graph][onnx]") {
+  ModelMaker m;
+  m.input("x", {2, 3, 4});
+  auto axis = [](pb::NodeProto* n, std::int64_t a) { ModelMaker::i(n, "axis", a); };
+  axis(m.node("Flatten", "flat_last", {"x"}, {"f1"}), -1);  // [2*3, 4]
+  axis(m.node("Flatten", "flat_end", {"x"}, {"f2"}), 3);    // [2*3*4, 1]
+  axis(m.node("Flatten", "flat_first", {"x"}, {"f3"}), -3);  // [1, 2*3*4]
+  axis(m.node("Concat", "cat", {"x", "x"}, {"c"}), -2);
+  axis(m.node("Softmax", "soft", {"x"}, {"s"}), -1);
+  auto* sq = m.node("Unsqueeze", "unsq", {"x"}, {"u"});
+  ModelMaker::ints(sq, "axes", {-1, 0});  // output rank 5: axes 4 and 0
+  auto* rs = m.node("ReduceSum", "rsum", {"x"}, {"r"});
+  ModelMaker::ints(rs, "axes", {-1});
+  ModelMaker::i(rs, "keepdims", 1);
+  axis(m.node("ArgMax", "amax", {"x"}, {"am"}), -2);
+  ModelMaker::i(m.g->mutable_node(m.g->node_size() - 1), "keepdims", 0);
+  m.int_constant("sizes", {1, 3}, false);
+  axis(m.node("Split", "split", {"x", "sizes"}, {"p0", "p1"}), -1);
+  m.int_constant("starts", {1}, true);
+  m.int_constant("ends", {-1}, false);
+  m.int_constant("sl_axes", {-2}, false);
+  m.node("Slice", "slice", {"x", "starts", "ends", "sl_axes"}, {"sl"});
+  m.input("table", {10, 6});
+  m.input("idx", {5}, 7);
+  axis(m.node("Gather", "gather", {"table", "idx"}, {"gt"}), -2);
+  auto* sqz = m.node("Squeeze", "squeeze", {"u"}, {"sz"});
+  ModelMaker::ints(sqz, "axes", {-5});
+  const go::OpGraph g = m.load();
+  CHECK(out_shape(g, "flat_last") == V{6, 4});
+  CHECK(out_shape(g, "flat_end") == V{24, 1});
+  CHECK(out_shape(g, "flat_first") == V{1, 24});
+  CHECK(out_shape(g, "cat") == V{2, 6, 4});
+  CHECK(out_shape(g, "unsq") == V{1, 2, 3, 4, 1});
+  CHECK(out_shape(g, "rsum") == V{2, 3, 1});
+  CHECK(out_shape(g, "amax") == V{2, 4});
+  CHECK(out_shape(g, "split", 0) == V{2, 3, 1});
+  CHECK(out_shape(g, "split", 1) == V{2, 3, 3});
+  CHECK(out_shape(g, "slice") == V{2, 1, 4});
+  CHECK(out_shape(g, "gather") == V{5, 6});
+  CHECK(out_shape(g, "squeeze") == V{2, 3, 4, 1});
+}
+
 TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][errors]") {
   SECTION("unknown tensor") {
     ModelMaker m;

@@ -165,11 +165,12 @@ std::optional<Folded> fold_elementwise(const std::vector<const Folded*>& in, boo
   return r;
 }
 
-// Normalizes axis a of a rank-r tensor; nullopt when out of range.
-inline std::optional<std::size_t> fold_axis(std::int64_t a, std::size_t r) {
+// Normalizes axis a of a rank-r tensor (negative counts from the end); nullopt when out of range.
+// end_ok admits a == r, as Flatten's axis, which splits after the last dimension.
+inline std::optional<std::size_t> fold_axis(std::int64_t a, std::size_t r, bool end_ok = false) {
   const auto rr = static_cast<std::int64_t>(r);
   if (a < 0) a += rr;
-  if (a < 0 || a >= rr) return std::nullopt;
+  if (a < 0 || a > rr || (a == rr && !end_ok)) return std::nullopt;
   return static_cast<std::size_t>(a);
 }
 

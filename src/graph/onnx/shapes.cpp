@@ -215,28 +215,24 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
   }
   if (t == "Flatten") {
     if (!xk) return out;
-    std::int64_t axis = attr_int(n, "axis", 1);
-    const auto r = static_cast<std::int64_t>(x->dims.size());
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis > r) return out;
+    const auto axis = fold_axis(attr_int(n, "axis", 1), x->dims.size(), true);
+    if (!axis) return out;
     std::int64_t a = 1, b = 1;
-    for (std::int64_t i = 0; i < r; ++i)
-      if (__builtin_mul_overflow(i < axis ? a : b, x->dims[static_cast<std::size_t>(i)], i < axis ? &a : &b)) return out;
+    for (std::size_t i = 0; i < x->dims.size(); ++i)
+      if (__builtin_mul_overflow(i < *axis ? a : b, x->dims[i], i < *axis ? &a : &b)) return out;
     set({a, b});
     return out;
   }
   if (t == "Concat") {
-    std::int64_t axis = attr_int(n, "axis", 0);
     if (!xk) return out;
-    const auto r = static_cast<std::int64_t>(x->dims.size());
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return out;
+    const auto axis = fold_axis(attr_int(n, "axis", 0), x->dims.size());
+    if (!axis) return out;
     std::vector<std::int64_t> d = x->dims;
-    d[static_cast<std::size_t>(axis)] = 0;
+    d[*axis] = 0;
     for (const TType* p : in) {
       if (!p) continue;
       if (!p->known || p->dims.size() != x->dims.size()) return out;
-      d[static_cast<std::size_t>(axis)] += p->dims[static_cast<std::size_t>(axis)];
+      d[*axis] += p->dims[*axis];
     }
     set(std::move(d));
     return out;
@@ -289,24 +285,23 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
       if (const auto* c = const_of(n.input(1))) axes = *c;
     std::vector<std::int64_t> d = x->dims;
     if (t == "Squeeze") {
-      const auto r = static_cast<std::int64_t>(d.size());
       std::vector<bool> drop(d.size(), false);
       if (axes.empty())
         for (std::size_t i = 0; i < d.size(); ++i) drop[i] = d[i] == 1;
       for (auto a : axes) {
-        if (a < 0) a += r;
-        if (a < 0 || a >= r) return out;
-        drop[static_cast<std::size_t>(a)] = true;
+        const auto k = fold_axis(a, d.size());
+        if (!k) return out;
+        drop[*k] = true;
       }
       std::vector<std::int64_t> e;
       for (std::size_t i = 0; i < d.size(); ++i)
         if (!drop[i]) e.push_back(d[i]);
       set(std::move(e));
     } else {
-      const auto r = static_cast<std::int64_t>(d.size() + axes.size());
       for (auto& a : axes) {
-        if (a < 0) a += r;
-        if (a < 0 || a >= r) return out;
+        const auto k = fold_axis(a, d.size() + axes.size());
+        if (!k) return out;
+        a = static_cast<std::int64_t>(*k);
       }
       std::sort(axes.begin(), axes.end());
       for (auto a : axes) d.insert(d.begin() + a, 1);
@@ -316,13 +311,12 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
   }
   if (t == "Gather") {
     if (!all_known(in, 2)) return out;
-    std::int64_t axis = attr_int(n, "axis", 0);
-    const auto r = static_cast<std::int64_t>(x->dims.size());
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return out;
-    std::vector<std::int64_t> d(x->dims.begin(), x->dims.begin() + axis);
+    const auto axis = fold_axis(attr_int(n, "axis", 0), x->dims.size());
+    if (!axis) return out;
+    const auto at = x->dims.begin() + static_cast<std::ptrdiff_t>(*axis);
+    std::vector<std::int64_t> d(x->dims.begin(), at);
     d.insert(d.end(), in[1]->dims.begin(), in[1]->dims.end());
-    d.insert(d.end(), x->dims.begin() + axis + 1, x->dims.end());
+    d.insert(d.end(), at + 1, x->dims.end());
     set(std::move(d));
     return out;
   }
@@ -332,20 +326,18 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
     if (axes.empty() && n.input_size() > 1)
       if (const auto* c = const_of(n.input(1))) axes = *c;
     const bool keep = attr_int(n, "keepdims", 1) != 0;
-    const auto r = static_cast<std::int64_t>(x->dims.size());
     std::vector<bool> red(x->dims.size(), axes.empty());
     if (t == "ArgMax" || t == "ArgMin") {
       red.assign(x->dims.size(), false);
-      std::int64_t a = attr_int(n, "axis", 0);
-      if (a < 0) a += r;
-      if (a < 0 || a >= r) return out;
-      red[static_cast<std::size_t>(a)] = true;
+      const auto k = fold_axis(attr_int(n, "axis", 0), x->dims.size());
+      if (!k) return out;
+      red[*k] = true;
       o.dtype = ElemType::i64;
     }
     for (auto a : axes) {
-      if (a < 0) a += r;
-      if (a < 0 || a >= r) return out;
-      red[static_cast<std::size_t>(a)] = true;
+      const auto k = fold_axis(a, x->dims.size());
+      if (!k) return out;
+      red[*k] = true;
     }
     std::vector<std::int64_t> d;
     for (std::size_t i = 0; i < x->dims.size(); ++i)
@@ -380,12 +372,10 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
     }
     if (starts.size() != ends.size()) return out;
     std::vector<std::int64_t> d = x->dims;
-    const auto r = static_cast<std::int64_t>(d.size());
     for (std::size_t i = 0; i < starts.size(); ++i) {
-      std::int64_t a = i < axes.size() ? axes[i] : static_cast<std::int64_t>(i);
-      if (a < 0) a += r;
-      if (a < 0 || a >= r) return out;
-      const std::int64_t dim = d[static_cast<std::size_t>(a)];
+      const auto a = fold_axis(i < axes.size() ? axes[i] : static_cast<std::int64_t>(i), d.size());
+      if (!a) return out;
+      const std::int64_t dim = d[*a];
       const std::int64_t step = i < steps.size() ? steps[i] : 1;
       if (step == 0) return out;
       auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
@@ -400,21 +390,19 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
         const std::int64_t s = clampi(starts[i], -1, dim - 1), e = clampi(ends[i], -1, dim - 1);
         len = s > e ? (s - e - step - 1) / (-step) : 0;
       }
-      d[static_cast<std::size_t>(a)] = len;
+      d[*a] = len;
     }
     set(std::move(d));
     return out;
   }
   if (t == "Split") {
     if (!xk) return out;
-    std::int64_t axis = attr_int(n, "axis", 0);
-    const auto r = static_cast<std::int64_t>(x->dims.size());
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return out;
+    const auto axis = fold_axis(attr_int(n, "axis", 0), x->dims.size());
+    if (!axis) return out;
     std::vector<std::int64_t> split = attr_ints(n, "split");
     if (split.empty() && n.input_size() > 1 && !n.input(1).empty())
       if (const auto* c = const_of(n.input(1))) split = *c;
-    const std::int64_t dim = x->dims[static_cast<std::size_t>(axis)];
+    const std::int64_t dim = x->dims[*axis];
     if (split.empty()) {
       const std::int64_t k = nout, each = (dim + k - 1) / k;
       for (std::int64_t i = 0; i < k; ++i) split.push_back(std::max<std::int64_t>(0, std::min(each, dim - i * each)));
@@ -425,7 +413,7 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
       out[static_cast<std::size_t>(i)].dtype = x->dtype;
       out[static_cast<std::size_t>(i)].known = true;
       out[static_cast<std::size_t>(i)].dims = x->dims;
-      out[static_cast<std::size_t>(i)].dims[static_cast<std::size_t>(axis)] = split[static_cast<std::size_t>(i)];
+      out[static_cast<std::size_t>(i)].dims[*axis] = split[static_cast<std::size_t>(i)];
     }
     return out;
   }
