@@ -165,6 +165,21 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK(badeval.code != 0);
   CHECK(count_lines(badeval.err) == 1);
   CHECK_THAT(badeval.err, Contains("unknown method 'nonesuch'"));
+  // Counts and durations: one line naming the option and the value (train: tests/test_train_cli.cpp).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "anneal", "--time-limit", "-1"},
+        std::vector<std::string>{"eval", "--graphs", "zoo:rnnlm2", "--cluster", "v100x2", "--methods", "anneal",
+                                 "--time-limit", "nan"}}) {
+    const auto r = run_gopt(args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.code != 0);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains("--time-limit: must be a number of seconds >= 0, got " + args.back()));
+  }
+  const auto finetune = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "go", "--finetune", "-3"});
+  CHECK(finetune.code != 0);
+  CHECK(count_lines(finetune.err) == 1);
+  CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
 }
 
 // --anchor-ties: best-heuristic (and GO's anchor) try the orders asked for; on the RNNLM training

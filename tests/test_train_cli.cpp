@@ -110,6 +110,12 @@ TEST_CASE("gopt train: several clusters train one policy on every graph on each"
   CHECK(count_lines(bad.err) == 1);
   CHECK_THAT(bad.err, Contains("nonesuch"));
   for (const auto& p : {cfg, out, out + ".csv"}) fs::remove(p);
+  for (const std::string& option : {"--time-limit", "--updates"}) {
+    const auto neg = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", option, "-1", "--out", tmp_path("m_neg.ckpt")});
+    CHECK(neg.code != 0);
+    CHECK(count_lines(neg.err) == 1);
+    CHECK_THAT(neg.err, Contains(option + ": must be a") && Contains(">= 0, got -1"));
+  }
 }
 
 TEST_CASE("gopt train: --init-policy errors name the file and the problem", "[rl][cli]") {

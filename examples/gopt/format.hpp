@@ -2,6 +2,7 @@
 // Text helpers shared by the gopt commands.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -78,6 +79,25 @@ inline CLI::Validator count_at_least(long long min = 0) {
         return "";
       },
       min == 0 ? "COUNT>=0" : "COUNT>=" + std::to_string(min));
+}
+
+// A duration option (--time-limit) must be a finite number of seconds >= 0: "--time-limit: must be
+// a number of seconds >= 0, got -1" (CLI11's NonNegativeNumber names the largest double instead).
+inline CLI::Validator seconds_at_least_zero() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::size_t used = 0;
+        double v = -1;
+        try {
+          v = std::stod(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size() || !std::isfinite(v) || v < 0)
+          return "must be a number of seconds >= 0, got " + s;
+        return "";
+      },
+      "SECONDS>=0");
 }
 
 // Runs the body of `gopt <command>`: bad input (go::Error, malformed JSON) or exhausted host memory

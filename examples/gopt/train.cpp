@@ -230,7 +230,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--time-limit", o->time_limit,
                   "Stop (checkpointing) after the update that reaches this many seconds of training in this "
                   "invocation (the graphs and anchors are built before the clock starts); --resume continues")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds_at_least_zero());
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")
