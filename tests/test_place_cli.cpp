@@ -14,10 +14,13 @@
 #include "place.hpp"
 #include "simulate.hpp"
 #include "cli_capture.hpp"
+#include "go/baselines/place.hpp"
 #include "go/core/file.hpp"
 #include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
 #include "go/rl/place_go.hpp"
 #include "go/sim/plan.hpp"
+#include "go/sim/simulator.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "go/baselines/place.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"

@@ -1,0 +1,221 @@
+// GO as a placement method (go/rl/place_go.hpp): the bodies, compiled once into libgo.
+#include "go/rl/place_go.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "go/baselines/place.hpp"
+#include "go/core/error.hpp"
+#include "go/core/file.hpp"
+#include "go/rl/anchor.hpp"
+#include "go/rl/hdp.hpp"
+#include "go/rl/ppo.hpp"
+
+namespace go::rl {
+
+namespace {
+
+// GO's anchor from every heuristic placement, for the methods that use it without a policy
+// (best-heuristic, anneal-anchor).
+Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po, BestTrace* trace = nullptr) {
+  const Simulator sim(g, c, po.sim);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed, trace,
+                       po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties);
+}
+
+std::string ms(double t) {
+  if (!std::isfinite(t)) return "OOM";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f ms", t * 1e3);
+  return b;
+}
+
+}  // namespace
+
+TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
+                            int samples, std::uint64_t seed, const std::string& anchor_ties) {
+  const LoadedTensors lt = load_tensors(policy_path);
+  TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
+                        ? TrainConfig::from_saved_json(lt.meta.at("config"), policy_path + ": config")
+                        : TrainConfig{};
+  cfg.policy = policy.config();
+  cfg.updates = std::max<std::int64_t>(0, finetune);
+  cfg.seed = seed;
+  cfg.graphs_per_update = 0;
+  cfg.training = false;  // the graph is placed as given
+  cfg.samples = samples;
+  cfg.minibatch = samples;
+  cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
+  cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
+  cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
+  cfg.block_moves = 0.5;
+  cfg.alt_starts = 3;  // half of the block moves on the best other heuristic plans within 5% of the anchor
+  cfg.alt_start_moves = 0.5;
+  return cfg;
+}
+
+Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPlaceReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& policy_path = o.policy;
+  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x248.ckpt)");
+  {
+    std::error_code ec;
+    GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
+             "' not found (pass --policy <file>)");
+  }
+  GO_CHECK(o.samples >= 1, "go: samples must be >= 1, got ", o.samples);
+  GO_CHECK(o.finetune_samples >= 2, "go: finetune_samples must be >= 2, got ", o.finetune_samples);
+  GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
+  GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
+  std::shared_ptr<policy::GoPolicy> pol = load_policy(policy_path);
+  if (o.from_scratch) {
+    policy::PolicyConfig pc = pol->config();
+    pc.seed = o.seed + 1;  // a fresh draw of the same architecture
+    pol = std::make_shared<policy::GoPolicy>(pc);
+  }
+  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties);
+  GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
+           " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
+  PpoTrainer t(cfg, {g}, c, pol);
+  const GraphTask& task = t.task(0);
+  GoPlaceReport rep;
+  rep.anchor = task.anchor;
+  rep.anchor_step_time = task.anchor_step_time;
+
+  // zero-shot: greedy + `samples` samples, simulated; the best valid one
+  Plan best;
+  double best_t = kInf;
+  auto consider = [&](Plan p, const SimResult& r, double& stage) {
+    if (!r.valid || !std::isfinite(r.step_time)) return;
+    stage = std::min(stage, r.step_time);
+    if (r.step_time < best_t) {
+      best_t = r.step_time;
+      best = std::move(p);
+    }
+  };
+  auto decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56));
+  const Plan greedy = decisions[0].first;
+  for (std::size_t j = 0; j < decisions.size(); ++j)
+    consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
+  // the anchor, which a fresh policy decodes greedily, is a candidate too: zero-shot never answers
+  // worse than the heuristic it starts from (simulated when the trainer was built)
+  if (std::isfinite(task.anchor_step_time) && task.anchor_step_time < best_t) {
+    best_t = task.anchor_step_time;
+    best = task.best_plan;
+  }
+  auto within_time = [&] {
+    return o.time_limit <= 0 ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
+  };
+  if (o.finetune > 0) {
+    while (t.updates_done() < t.config().updates && within_time()) t.update();
+    rep.updates = t.updates_done();
+    rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
+    if (t.task(0).best_step_time < best_t) {
+      best_t = t.task(0).best_step_time;
+      best = t.task(0).best_plan;
+    }
+  }
+  if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
+  BestTrace trace = t.task(0).trace;
+  trace.rebase(t0);
+  GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)),
+           "go: the trace's best ", trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
+  rep.simulations = trace.samples();
+  rep.trace = trace.points();
+  if (report) *report = rep;
+  return best;
+}
+
+void register_go_methods(const std::string& default_policy, int samples, int finetune_samples) {
+  enum class Kind { finetuned, zero_shot, one };
+  auto run = [default_policy, samples, finetune_samples](Kind kind) {
+    return [default_policy, samples, finetune_samples, kind](const OpGraph& g, const Cluster& c, const PlaceOptions& po,
+                                                             PlaceResult& out) {
+      GoPlaceOptions o;
+      o.policy = po.policy.empty() ? default_policy : po.policy;
+      o.samples = samples;
+      o.finetune_samples = finetune_samples;
+      o.seed = po.seed;
+      o.time_limit = po.time_limit;
+      o.from_scratch = kind == Kind::one;
+      if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
+      const std::int64_t updates =
+          po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
+      o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;
+      GoPlaceReport rep;
+      Plan p = go_place(g, c, o, &rep);
+      out.simulations = rep.simulations;
+      out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; " +
+                 (kind == Kind::one ? "untrained" : "zero-shot") + " greedy " + ms(rep.greedy_step_time) +
+                 ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
+      if (kind != Kind::zero_shot)
+        out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
+                    std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) +
+                    " samples: " + ms(rep.finetuned_step_time);
+      out.note += "; " + BestTrace::trace_text(rep.trace);
+      return p;
+    };
+  };
+  PlaceMethod go{"go",
+                 "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " + std::to_string(finetune_samples) +
+                     " samples (--policy, --finetune, --time-limit)",
+                 run(Kind::finetuned)};
+  go.decides_fusion = true;
+  register_place_method(go);
+  PlaceMethod zs{"go-zero-shot", "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) +
+                                     " samples (--policy)", run(Kind::zero_shot)};
+  zs.decides_fusion = true;
+  register_place_method(zs);
+  PlaceMethod one{"go-one", "GO trained from scratch on this graph alone (the --policy file's architecture; "
+                            "--time-limit, else as many updates as go)", run(Kind::one)};
+  one.decides_fusion = true;
+  register_place_method(one);
+  PlaceMethod bh{"best-heuristic",
+                 "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
+                 "none/XLA-like fusion in program order, the best four also in first-ready order, each simulated (what GO's "
+                 "anchor starts from)",
+                 [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
+                   const Anchor a = heuristic_anchor(g, c, po);
+                   out.simulations = a.candidates;
+                   out.note = a.describe();
+                   return a.plan;
+                 }};
+  bh.decides_fusion = true;
+  register_place_method(bh);
+  PlaceMethod aa{"anneal-anchor",
+                 "anneal starting also from GO's anchor (the best-heuristic plan), so it starts where GO does "
+                 "(budget: simulations; --time-limit: seconds, the anchor's time included)",
+                 [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
+                   const auto t0 = std::chrono::steady_clock::now();
+                   BestTrace trace(t0);
+                   const Anchor a = heuristic_anchor(g, c, po, &trace);
+                   // the anchor first: a budget too small for every start still simulates it
+                   std::vector<Plan> starts{a.plan};
+                   for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
+                   double limit = po.time_limit;
+                   if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
+                     limit = std::max(1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                   const std::int64_t budget = std::max<std::int64_t>(1, po.budget - a.candidates);
+                   Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit, &trace);
+                   out.simulations += a.candidates;
+                   out.note = "anchor " + a.describe() + " " + ms(a.result.step_time) + "; " +
+                              trace.text();
+                   return p;
+                 }};
+  aa.decides_fusion = true;
+  register_place_method(aa);
+  register_hdp_method();
+}
+
+}  // namespace go::rl
