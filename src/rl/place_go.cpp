@@ -129,8 +129,8 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
   BestTrace trace = t.task(0).trace;
   trace.rebase(t0);
-  GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)),
-           "go: the trace's best ", trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
+  GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)), "go: the trace's best ",
+           trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
   rep.simulations = trace.samples();
   rep.trace = trace.points();
   if (report) *report = rep;
@@ -168,29 +168,34 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
     };
   };
   PlaceMethod go{"go",
-                 "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " + std::to_string(finetune_samples) +
-                     " samples (--policy, --finetune, --time-limit)",
+                 "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " +
+                     std::to_string(finetune_samples) + " samples (--policy, --finetune, --time-limit)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   register_place_method(go);
-  PlaceMethod zs{"go-zero-shot", "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) +
-                                     " samples (--policy)", run(Kind::zero_shot)};
+  PlaceMethod zs{
+      "go-zero-shot",
+      "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) + " samples (--policy)",
+      run(Kind::zero_shot)};
   zs.decides_fusion = true;
   register_place_method(zs);
-  PlaceMethod one{"go-one", "GO trained from scratch on this graph alone (the --policy file's architecture; "
-                            "--time-limit, else as many updates as go)", run(Kind::one)};
+  PlaceMethod one{"go-one",
+                  "GO trained from scratch on this graph alone (the --policy file's architecture; "
+                  "--time-limit, else as many updates as go)",
+                  run(Kind::one)};
   one.decides_fusion = true;
   register_place_method(one);
-  PlaceMethod bh{"best-heuristic",
-                 "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
-                 "none/XLA-like fusion in program order, the best four also in first-ready order, each simulated (what GO's "
-                 "anchor starts from)",
-                 [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
-                   const Anchor a = heuristic_anchor(g, c, po);
-                   out.simulations = a.candidates;
-                   out.note = a.describe();
-                   return a.plan;
-                 }};
+  PlaceMethod bh{
+      "best-heuristic",
+      "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
+      "none/XLA-like fusion in program order, the best four also in first-ready order, each simulated (what GO's "
+      "anchor starts from)",
+      [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
+        const Anchor a = heuristic_anchor(g, c, po);
+        out.simulations = a.candidates;
+        out.note = a.describe();
+        return a.plan;
+      }};
   bh.decides_fusion = true;
   register_place_method(bh);
   PlaceMethod aa{"anneal-anchor",
@@ -205,12 +210,12 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                    for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
                    double limit = po.time_limit;
                    if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
-                     limit = std::max(1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                     limit = std::max(
+                         1e-9, limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
                    const std::int64_t budget = std::max<std::int64_t>(1, po.budget - a.candidates);
                    Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit, &trace);
                    out.simulations += a.candidates;
-                   out.note = "anchor " + a.describe() + " " + ms(a.result.step_time) + "; " +
-                              trace.text();
+                   out.note = "anchor " + a.describe() + " " + ms(a.result.step_time) + "; " + trace.text();
                    return p;
                  }};
   aa.decides_fusion = true;

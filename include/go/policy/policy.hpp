@@ -31,6 +31,7 @@
 // log-probability log p(a_p) + log p(a_s | a_p) + log p(a_f | a_p, a_s) and the sum of the
 // three conditional entropies. forward_many() gives several outputs from one shared pass, and
 // backward_many() back-propagates a loss over several given decisions (PPO's minibatches).
+// The bodies are compiled once into libgo (src/policy/policy.cpp).
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -76,78 +77,17 @@ enum class Decode : std::uint8_t { sample, greedy, given };
 
 class GoPolicy : public nn::Module {
  public:
-  explicit GoPolicy(PolicyConfig cfg) : cfg_(std::move(cfg)) {
-    cfg_.validate();
-    Rng rng(cfg_.seed);
-    const std::int64_t d = cfg_.hidden;
-    input_ = register_module("input", std::make_shared<nn::Dense>(kNumNumericFeatures, d, rng));
-    kind_ = register_module("kind", std::make_shared<nn::Embedding>(static_cast<std::int64_t>(kNumOpKinds), d, rng,
-                                                                     1.f / std::sqrt(static_cast<float>(d))));
-    sage_ = register_module("sage", std::make_shared<nn::GraphSage>(d, cfg_.sage_layers, rng, cfg_.reduce()));
-    nn::SegmentAttentionOptions ao;
-    ao.dim = d;
-    ao.heads = cfg_.heads;
-    ao.seg_len = cfg_.segment_length;
-    ao.mem_len = cfg_.memory_length;
-    ao.causal = cfg_.causal;
-    ao.ffn_dim = cfg_.ffn_dim;
-    const char* task_names[3] = {"placement", "priority", "fusion"};
-    for (int t = 0; t < 3; ++t)
-      for (int l = 0; l < cfg_.layers_per_task; ++l)
-        blocks_[t].push_back(register_module(std::string(task_names[t]) + ".block" + std::to_string(l),
-                                             std::make_shared<nn::SegmentAttentionBlock>(ao, rng)));
-    for (int t = 0; t < 3; ++t)
-      final_ln_[t] = register_module(std::string(task_names[t]) + ".ln", std::make_shared<nn::LayerNorm>(d));
-    if (cfg_.superposition)
-      superposition_ =
-          register_module("superposition", std::make_shared<nn::Superposition>(d, d, 3 * cfg_.layers_per_task, rng));
-    const float emb_std = 1.f / std::sqrt(static_cast<float>(d));
-    device_query_ = register_module("placement.query",
-                                    std::make_shared<nn::Dense>(d, d, rng, nn::Activation::none, true, cfg_.head_gain));
-    devices_ = register_module("placement.devices", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng));
-    priority_head_ = register_module(
-        "priority.head",
-        std::make_shared<nn::Dense>(d, cfg_.priority_levels, rng, nn::Activation::none, true, cfg_.head_gain));
-    fusion_head_ = register_module(
-        "fusion.head", std::make_shared<nn::Dense>(d, 2, rng, nn::Activation::none, true, cfg_.head_gain));
-    if (cfg_.chain == "action") {  // the sampled actions' embeddings feed the next task
-      device_action_ =
-          register_module("placement.action", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
-      priority_action_ =
-          register_module("priority.action", std::make_shared<nn::Embedding>(cfg_.priority_levels, d, rng, emb_std));
-    }
-    value1_ = register_module("value.fc1",
-                              std::make_shared<nn::Dense>(2 * d, cfg_.value_hidden, rng, nn::Activation::relu));
-    value2_ = register_module("value.fc2", std::make_shared<nn::Dense>(cfg_.value_hidden, 1, rng));
-    if (cfg_.anchor) {  // registered last: the other parameters draw the same values with or without
-      anchor_device_ = register_module("anchor.device", std::make_shared<nn::Embedding>(cfg_.max_devices, d, rng, emb_std));
-      anchor_bias_ = register_parameter("anchor.bias", Tensor::full(Shape{1, 3}, cfg_.anchor_bias));
-    }
-  }
+  explicit GoPolicy(PolicyConfig cfg);
 
   const PolicyConfig& config() const { return cfg_; }
 
   // The encoder alone: GraphSAGE node embeddings [n, d] (rows in topological order).
-  Variable encode(const PolicyGraph& g) const {
-    check_graph(g);
-    Variable x = nn::linear_embedding_relu(Variable(g.numeric), input_->weight(), input_->bias(), kind_->table(), g.kinds);
-    if (uses_anchor(g)) x = anchor_device_->add_to(x, g.anchor_device);
-    return sage_->forward(x, g.preds, g.succs);
-  }
+  Variable encode(const PolicyGraph& g) const;
 
   // One pass over the whole graph. mode: sample (needs rng), greedy, or given (needs `given`,
   // whose rows are in topological order). num_devices in [1, max_devices].
   PolicyOutput forward(const PolicyGraph& g, int num_devices, Decode mode, const Actions* given = nullptr,
-                       Rng* rng = nullptr) const {
-    std::vector<Actions> gv;
-    if (mode == Decode::given && given) gv.push_back(*given);
-    std::vector<Rng> rv;
-    if (rng) rv.push_back(*rng);
-    auto outs = forward_many(g, num_devices, mode, 1, mode == Decode::given && given ? &gv : nullptr,
-                             mode == Decode::sample && rng ? &rv : nullptr);
-    if (mode == Decode::sample && rng) *rng = rv[0];
-    return std::move(outs[0]);
-  }
+                       Rng* rng = nullptr) const;
 
   // `count` decisions on one graph in one pass: output k is sampled with (*rngs)[k], or takes
   // (*given)[k], or is greedy. Everything that does not depend on a sampled action is computed
@@ -158,10 +98,7 @@ class GoPolicy : public nn::Module {
   // forward() with the same rng or actions.
   std::vector<PolicyOutput> forward_many(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,
                                          const std::vector<Actions>* given = nullptr,
-                                         std::vector<Rng>* rngs = nullptr) const {
-    check_call(g, num_devices, mode, count, given, rngs);
-    return tails(g, trunk(g, num_devices), num_devices, mode, count, given, rngs);
-  }
+                                         std::vector<Rng>* rngs = nullptr) const;
 
   // Gradients of sum_k loss_of(k, output k) for the given actions, accumulated into the parameters'
   // gradients: what forward_many(given) followed by one backward of the sum gives, but with chain
@@ -169,69 +106,19 @@ class GoPolicy : public nn::Module {
   // (only the shared part is kept for the whole call), so memory does not grow with the count.
   // The shared part is back-propagated once, with the outputs' gradients summed.
   void backward_many(const PolicyGraph& g, int num_devices, const std::vector<Actions>& given,
-                     const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const {
-    check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
-    if (cfg_.chain == "hidden" || given.size() == 1) {
-      auto outs = tails(g, trunk(g, num_devices), num_devices, Decode::given, given.size(), &given, nullptr);
-      Variable total;
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        Variable l = loss_of(k, outs[k]);
-        total = total.defined() ? total + l : l;
-      }
-      if (total.defined()) total.backward();
-      return;
-    }
-    const Trunk t = trunk(g, num_devices);
-    Trunk leaf;  // the shared results tails() reads, as leaves: each output's backward stops there
-    auto as_leaf = [](const Variable& v) { return Variable(v.value(), v.requires_grad()); };
-    leaf.h = as_leaf(t.h);
-    leaf.context = as_leaf(t.context);
-    leaf.zp = as_leaf(t.zp);
-    leaf.device_logits = as_leaf(t.device_logits);
-    leaf.value = as_leaf(t.value);
-    for (std::size_t k = 0; k < given.size(); ++k) {
-      const std::vector<Actions> one{given[k]};
-      auto out = tails(g, leaf, num_devices, Decode::given, 1, &one, nullptr);
-      Variable l = loss_of(k, out[0]);
-      if (l.defined()) l.backward();
-    }
-    std::vector<Variable> roots;
-    std::vector<Tensor> seeds;
-    for (auto [root, l] : {std::pair{t.context, leaf.context}, std::pair{t.zp, leaf.zp},
-                           std::pair{t.device_logits, leaf.device_logits}, std::pair{t.value, leaf.value},
-                           std::pair{t.h, leaf.h}})
-      if (l.has_grad()) {
-        roots.push_back(root);
-        seeds.push_back(l.grad());
-      }
-    backward_seeded(roots, seeds);
-  }
+                     const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const;
 
   // The greedy decision of an output's distribution (chain "hidden": its logits do not depend on
   // the sampled actions, so the output of any sample gives it).
-  Actions greedy_actions(const PolicyOutput& o) const {
-    GO_CHECK(cfg_.chain == "hidden", "GoPolicy: greedy_actions needs chain \"hidden\" (with \"action\" the "
-             "priority and fusion logits depend on the sampled devices: use forward(Decode::greedy))");
-    return {argmax_rows(o.device_logits.value()), argmax_rows(o.priority_logits.value()),
-            argmax_rows(o.fusion_logits.value())};
-  }
+  Actions greedy_actions(const PolicyOutput& o) const;
 
   // Convenience: a sampled (or greedy) decision without recording gradients.
-  Actions act(const PolicyGraph& g, int num_devices, Rng* rng, bool greedy = false) const {
-    NoGradGuard no_grad;
-    return forward(g, num_devices, greedy ? Decode::greedy : Decode::sample, nullptr, rng).actions;
-  }
+  Actions act(const PolicyGraph& g, int num_devices, Rng* rng, bool greedy = false) const;
 
   // Saves the parameters with the config as metadata; load() checks the names and shapes.
   void save_policy(const std::string& path) const { save(path, {{"config", cfg_.to_json()}}); }
   // Builds a policy from a file written by save_policy().
-  static std::shared_ptr<GoPolicy> load_policy(const std::string& path) {
-    const LoadedTensors lt = load_tensors(path);
-    GO_CHECK(lt.meta.contains("config"), path, ": no policy config in the parameter file's metadata");
-    auto p = std::make_shared<GoPolicy>(PolicyConfig::from_json(PolicyConfig::legacy_policy_json(lt.meta.at("config")), path + ": config"));
-    p->load(path);
-    return p;
-  }
+  static std::shared_ptr<GoPolicy> load_policy(const std::string& path);
 
  private:
   // What no sampled action influences: encoder output, graph context, placement blocks, the
@@ -239,176 +126,23 @@ class GoPolicy : public nn::Module {
   struct Trunk {
     Variable h, context, zp, dev, device_logits, value;  // dev: the device table; only trunk() reads it
   };
-  Trunk trunk(const PolicyGraph& g, int num_devices) const {
-    Trunk t;
-    t.h = encode(g);
-    t.context = mean(t.h, 0);  // [1, d]
-    t.zp = run_blocks(0, t.h, t.context);
-    t.dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
-    Variable q = head(t.zp, 0, *device_query_);
-    t.device_logits = scale(matmul(q, t.dev, false, true), 1.f / std::sqrt(static_cast<float>(cfg_.hidden)));
-    if (uses_anchor(g)) t.device_logits = anchored(t.device_logits, g.anchor_device, num_devices, 0);
-    Variable vin = concat({t.context, mean(t.dev, 0)}, 1);  // [1, 2d]
-    t.value = value2_->forward(value1_->forward(vin));
-    return t;
-  }
-  Variable run_blocks(int task, Variable x, const Variable& context) const {
-    for (int l = 0; l < cfg_.layers_per_task; ++l) {
-      Variable gate = superposition_ ? superposition_->gate(task * cfg_.layers_per_task + l, context) : Variable();
-      x = blocks_[task][static_cast<std::size_t>(l)]->forward(x, gate);
-    }
-    return x;
-  }
-  Variable priority_logits(const PolicyGraph& g, const Variable& zs) const {
-    Variable l = head(zs, 1, *priority_head_);
-    return uses_anchor(g) ? anchored(l, g.anchor_priority, cfg_.priority_levels, 1) : l;
-  }
-  Variable fusion_logits(const PolicyGraph& g, const Variable& zf) const {
-    Variable l = nn::add_same(head(zf, 2, *fusion_head_), Variable(g.fusion_mask));
-    return uses_anchor(g) ? anchored(l, g.anchor_fuse, 2, 2) : l;
-  }
+  Trunk trunk(const PolicyGraph& g, int num_devices) const;
+  Variable run_blocks(int task, Variable x, const Variable& context) const;
+  Variable priority_logits(const PolicyGraph& g, const Variable& zs) const;
+  Variable fusion_logits(const PolicyGraph& g, const Variable& zf) const;
   // The outputs from a trunk: actions task by task (output k's draws come from its own rng in the
   // order device, priority, fusion, as a single forward() makes them), then log-probabilities.
   std::vector<PolicyOutput> tails(const PolicyGraph& g, const Trunk& t, int num_devices, Decode mode,
-                                  std::size_t count, const std::vector<Actions>* given, std::vector<Rng>* rngs) const {
-    if (mode == Decode::given) {
-      for (const Actions& a : *given) check_actions(g, a, num_devices);
-    }
-    std::vector<PolicyOutput> outs(count);
-    // Per logits tensor, computed once whatever the number of outputs that read it: the sampling
-    // probabilities and the log-softmax each output picks its log-probabilities from.
-    struct Dist {
-      Variable logits, log_softmax;
-      Tensor probs;
-    };
-    auto dist = [&](const Variable& logits) {
-      Dist d{logits, log_softmax(logits), Tensor()};
-      if (mode == Decode::sample) d.probs = categorical_probs(logits.value());
-      return d;
-    };
-    auto choose = [&](const Dist& d, std::size_t k, int task) {
-      if (mode == Decode::given) {
-        const Actions& a = (*given)[k];
-        return task == 0 ? a.device : task == 1 ? a.priority : a.fuse;
-      }
-      if (mode == Decode::greedy) return argmax_rows(d.logits.value());
-      return sample_from_probs(d.probs, (*rngs)[k]);
-    };
-    std::vector<Dist> per_output(3 * count);  // [k * 3 + task]
-    const Dist dd = dist(t.device_logits);
-    Variable shared_entropy;
-    if (cfg_.chain == "hidden") {
-      Variable zs = run_blocks(1, t.zp, t.context);
-      const Dist pd = dist(priority_logits(g, zs));
-      const Dist fd = dist(fusion_logits(g, run_blocks(2, zs, t.context)));
-      Tensor greedy[3];
-      if (mode == Decode::greedy) {
-        greedy[0] = argmax_rows(dd.logits.value());
-        greedy[1] = argmax_rows(pd.logits.value());
-        greedy[2] = argmax_rows(fd.logits.value());
-      }
-      for (std::size_t k = 0; k < count; ++k) {
-        PolicyOutput& o = outs[k];
-        per_output[3 * k] = dd;
-        per_output[3 * k + 1] = pd;
-        per_output[3 * k + 2] = fd;
-        if (mode == Decode::greedy) {
-          o.actions = {greedy[0], greedy[1], greedy[2]};
-        } else {
-          o.actions.device = choose(dd, k, 0);
-          o.actions.priority = choose(pd, k, 1);
-          o.actions.fuse = choose(fd, k, 2);
-        }
-      }
-      shared_entropy = categorical_entropy(dd.logits) + categorical_entropy(pd.logits) + categorical_entropy(fd.logits);
-    } else {
-      for (std::size_t k = 0; k < count; ++k) {
-        PolicyOutput& o = outs[k];
-        per_output[3 * k] = dd;
-        o.actions.device = choose(dd, k, 0);
-        Variable zs = run_blocks(1, device_action_->add_to(t.zp, o.actions.device), t.context);
-        per_output[3 * k + 1] = dist(priority_logits(g, zs));
-        o.actions.priority = choose(per_output[3 * k + 1], k, 1);
-        Variable zf = run_blocks(2, priority_action_->add_to(zs, o.actions.priority), t.context);
-        per_output[3 * k + 2] = dist(fusion_logits(g, zf));
-        o.actions.fuse = choose(per_output[3 * k + 2], k, 2);
-      }
-    }
-    for (std::size_t k = 0; k < count; ++k) {
-      PolicyOutput& o = outs[k];
-      o.device_logits = per_output[3 * k].logits;
-      o.priority_logits = per_output[3 * k + 1].logits;
-      o.fusion_logits = per_output[3 * k + 2].logits;
-      o.log_prob_device = pick_columns(per_output[3 * k].log_softmax, o.actions.device);
-      o.log_prob_priority = pick_columns(per_output[3 * k + 1].log_softmax, o.actions.priority);
-      o.log_prob_fusion = pick_columns(per_output[3 * k + 2].log_softmax, o.actions.fuse);
-      o.log_prob = o.log_prob_device + o.log_prob_priority + o.log_prob_fusion;
-      o.log_prob_sum = sum(o.log_prob);
-      o.entropy = shared_entropy.defined() ? shared_entropy
-                                           : categorical_entropy(o.device_logits) +
-                                                 categorical_entropy(o.priority_logits) +
-                                                 categorical_entropy(o.fusion_logits);
-      o.entropy_mean = mean(o.entropy);
-      o.value = t.value;
-      o.node_embedding = t.h;
-    }
-    return outs;
-  }
+                                  std::size_t count, const std::vector<Actions>* given, std::vector<Rng>* rngs) const;
   void check_call(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,
-                  const std::vector<Actions>* given, const std::vector<Rng>* rngs) const {
-    check_graph(g);
-    GO_CHECK(num_devices >= 1 && num_devices <= cfg_.max_devices, "GoPolicy: num_devices ", num_devices,
-             " out of range [1, ", cfg_.max_devices, "] (config max_devices)");
-    GO_CHECK(count >= 1, "GoPolicy: at least one output is needed");
-    GO_CHECK(mode != Decode::sample || (rngs != nullptr && rngs->size() == count), "GoPolicy: sampling needs an Rng",
-             count > 1 ? " per output" : "");
-    GO_CHECK(mode != Decode::given || (given != nullptr && given->size() == count), "GoPolicy: Decode::given needs actions",
-             count > 1 ? " per output" : "");
-  }
+                  const std::vector<Actions>* given, const std::vector<Rng>* rngs) const;
   // LN_task(z) W + b without keeping LN_task(z) (nn::ln_linear).
-  Variable head(const Variable& z, int task, const nn::Dense& dense) const {
-    return nn::ln_linear(z, final_ln_[task]->gamma(), final_ln_[task]->beta(), dense.weight(), dense.bias());
-  }
+  Variable head(const Variable& z, int task, const nn::Dense& dense) const;
   bool uses_anchor(const PolicyGraph& g) const { return cfg_.anchor && g.has_anchor(); }
   // logits + bias[task] * onehot(anchor): the anchor's action gets a learned head start.
-  Variable anchored(const Variable& logits, const Tensor& anchor, std::int64_t width, int task) const {
-    const std::int64_t n = anchor.numel();
-    Tensor onehot = Tensor::zeros(Shape{n, width});
-    const std::int32_t* a = anchor.data<std::int32_t>();
-    float* o = onehot.f32();
-    for (std::int64_t r = 0; r < n; ++r) {
-      GO_CHECK(a[r] < width, "GoPolicy: anchor action ", a[r], " of row ", r, " out of range [0, ", width,
-               ") (task ", task, "; was the anchor computed for another cluster or policy config?)");
-      o[r * width + a[r]] = 1.f;
-    }
-    return logits + mul(Variable(onehot), slice(anchor_bias_, 1, task, task + 1));
-  }
-  void check_graph(const PolicyGraph& g) const {
-    const std::int64_t n = g.num_nodes;
-    GO_CHECK(n >= 1, "GoPolicy: graph '", g.name, "' has no nodes");
-    GO_CHECK(g.numeric.defined() && g.numeric.shape() == Shape({n, kNumNumericFeatures}) && g.kinds.defined() &&
-                 g.kinds.numel() == n && g.preds.n_dst() == n && g.succs.n_dst() == n &&
-                 g.fusion_mask.shape() == Shape({n, 2}),
-             "GoPolicy: graph '", g.name, "' is inconsistent (", n, " nodes; numeric ",
-             g.numeric.defined() ? g.numeric.shape().to_string() : "undefined", ")");
-  }
-  void check_actions(const PolicyGraph& g, const Actions& a, int num_devices) const {
-    const std::int64_t n = g.num_nodes;
-    auto check = [&](const Tensor& t, const char* what, int limit) {
-      GO_CHECK(t.defined() && t.dtype() == DType::i32 && t.numel() == n, "GoPolicy: given ", what, " actions ",
-               t.defined() ? t.describe() : std::string("(undefined)"), " must be i32 [", n, "]");
-      const std::int32_t* p = t.data<std::int32_t>();
-      for (std::int64_t i = 0; i < n; ++i)
-        GO_CHECK(p[i] >= 0 && p[i] < limit, "GoPolicy: given ", what, " action ", p[i], " of row ", i,
-                 " out of range [0, ", limit, ")");
-    };
-    check(a.device, "device", num_devices);
-    check(a.priority, "priority", cfg_.priority_levels);
-    check(a.fuse, "fusion", 2);
-    for (std::int64_t i = 0; i < n; ++i)
-      GO_CHECK(a.fuse.data<std::int32_t>()[i] == 0 || g.fusion_mask.f32()[i * 2 + 1] == 0.f, "GoPolicy: given fusion "
-               "action 1 (fuse into producers) for row ", i, ", which its fusion mask forbids");
-  }
+  Variable anchored(const Variable& logits, const Tensor& anchor, std::int64_t width, int task) const;
+  void check_graph(const PolicyGraph& g) const;
+  void check_actions(const PolicyGraph& g, const Actions& a, int num_devices) const;
 
   PolicyConfig cfg_;
   std::shared_ptr<nn::Dense> input_;
