@@ -1,6 +1,7 @@
 // gopt eval: the evaluation table of the placement methods (include/go/baselines).
 #include "eval.hpp"
 #include "format.hpp"
+#include "place_options.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -86,7 +87,8 @@ std::string fmt(const char* f, double x) {
 }
 
 void run_eval(const EvalCliOptions& o) {
-  const go::CostSource cost = go::parse_cost_source(o.cost);
+  const go::PlaceOptions po = place_options(o);  // a bad --fusion or --cost fails before any loading
+  const go::CostSource cost = po.sim.cost;
   const go::Cluster cluster = go::load_cluster(o.cluster);
   std::vector<std::string> graphs;
   for (const auto& g : split_list(o.graphs)) {
@@ -100,15 +102,6 @@ void run_eval(const EvalCliOptions& o) {
   for (const auto& m : methods) (void)go::find_place_method(m);  // unknown names fail before any work
   bool have_human = false;
   for (const auto& m : methods) have_human = have_human || m == "human";
-  go::PlaceOptions po;
-  po.seed = o.seed;
-  po.budget = o.budget;
-  po.fusion = go::parse_fusion_mode(o.fusion);
-  po.policy = o.policy;
-  po.finetune = o.finetune;
-  po.time_limit = o.time_limit;
-  po.anchor_ties = o.anchor_ties;
-  po.sim.cost = cost;
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());

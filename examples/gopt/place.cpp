@@ -1,6 +1,7 @@
 // gopt place: one baseline optimizer (or any registered method) on one graph and cluster.
 #include "place.hpp"
 #include "format.hpp"
+#include "place_options.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -31,20 +32,12 @@ struct PlaceCliOptions {
 };
 
 void run_place(const PlaceCliOptions& o) {
-  const go::CostSource cost = go::parse_cost_source(o.cost);
+  go::PlaceOptions po = place_options(o);  // a bad --fusion or --cost fails before any loading
+  po.expert_split = o.expert;
+  const go::CostSource cost = po.sim.cost;
   const go::Cluster cluster = go::load_cluster(o.cluster);
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
-  go::PlaceOptions po;
-  po.seed = o.seed;
-  po.budget = o.budget;
-  po.fusion = go::parse_fusion_mode(o.fusion);
-  po.expert_split = o.expert;
-  po.policy = o.policy;
-  po.finetune = o.finetune;
-  po.time_limit = o.time_limit;
-  po.anchor_ties = o.anchor_ties;
-  po.sim.cost = cost;
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
   if (o.json) {
