@@ -13,7 +13,7 @@ std::vector<PlaceMethod> builtin_methods() {
                [](const OpGraph& g, const Cluster&, const PlaceOptions&, PlaceResult&) { return default_plan(g); }});
   m.push_back({"human", "human-expert placement (zoo rules, dnn-partitioning expert splits, else contiguous blocks by depth)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
-                 return human_plan(g, c, o.expert_split, &r.note);
+                 return human_plan(g, c, o.expert_split, &r.note, nullptr, o.sim);
                }});
   m.push_back({"pipeline", "pipeline stages: forward ops in depth-first topological order cut into one block of equal compute per device (of compute and memory where those do not fit), training ops with their forward op",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {

@@ -125,9 +125,10 @@ inline std::string find_expert_split(const OpGraph& g) {
   return {};
 }
 
-// `sim` (optional): the graph's simulator on c, for the generic rule's memory check (else it builds one).
+// `sim` (optional): the graph's simulator on c, for the generic rule's memory check (else it builds
+// one with `so`, as pipeline_plan does).
 inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& expert_split = {},
-                       std::string* note = nullptr, const Simulator* sim = nullptr) {
+                       std::string* note = nullptr, const Simulator* sim = nullptr, const SimOptions& so = {}) {
   const std::int32_t k = c.num_devices();
   auto say = [&](const std::string& s) {
     if (note) *note = s;
@@ -163,7 +164,7 @@ inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& ex
       }
       if (!done) {
         std::string how;
-        p = detail::base::blocks_that_fit(g, c, sim, {}, default_human_order(g), how);
+        p = detail::base::blocks_that_fit(g, c, sim, so, default_human_order(g), how);
         if (split.empty()) say("generic rule: contiguous blocks by topological depth, " + how);
       }
     }

@@ -62,7 +62,7 @@ namespace detail::base {
 
 // Starting plans of random and anneal: the default plan and the human plan.
 inline std::vector<Plan> search_starts(const OpGraph& g, const Cluster& c, const PlaceOptions& o) {
-  return {default_plan(g), human_plan(g, c, o.expert_split)};
+  return {default_plan(g), human_plan(g, c, o.expert_split, nullptr, nullptr, o.sim)};
 }
 
 // Starting plans of anneal, which searches fusion too: those of random, then each with XLA-like
