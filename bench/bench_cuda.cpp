@@ -10,6 +10,8 @@
 //            4 B of value per edge), argmax written (max forward) or read per edge (max
 //            backward). One pass each: no cache reuse assumed.
 //   GFLOP/s  one add per edge per feature (nnz * d) for aggregation; 2 m n k for GEMM.
+// BM_cuda_copy/<MiB>: cudaMemcpy device to device, GB/s counting bytes read and written: the
+// bandwidth anchor the aggregation is measured against in the same run.
 // Without a CUDA device (or without the CUDA backend) every benchmark reports
 // "no CUDA device: <why>" through SkipWithError.
 #include <benchmark/benchmark.h>
@@ -131,6 +133,22 @@ void BM_cublas_gemm(benchmark::State& state) {
   set_rates(state, 4.0 * static_cast<double>(m * k + k * n + m * n), 2.0 * static_cast<double>(m) * n * k);
 }
 
+// The anchor for the memory-bound kernels: a device-to-device copy (bytes read + written), the
+// device's own bandwidth in this run.
+void BM_cuda_copy(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const auto bytes = static_cast<std::size_t>(state.range(0)) << 20;
+  go::cuda::DeviceBuffer src(bytes), dst(bytes);
+  src.zero();  // cudaMemset: the copy's speed does not depend on the values
+  go::cuda::copy_device_to_device(dst.get(), src.get(), bytes);
+  go::cuda::synchronize();
+  for (auto _ : state) {
+    go::cuda::copy_device_to_device(dst.get(), src.get(), bytes);
+    go::cuda::synchronize();
+  }
+  set_rates(state, 2.0 * static_cast<double>(bytes), 0);
+}
+
 void agg_args(benchmark::internal::Benchmark* b) {
   for (const i64 n : {16384, 262144, 1048576})
     for (const i64 d : {64, 256}) b->Args({n, d});
@@ -146,6 +164,7 @@ BENCHMARK(BM_cuda_aggregate<Reduce::sum, true>)->Apply(agg_args);
 BENCHMARK(BM_cuda_aggregate<Reduce::mean, true>)->Apply(agg_args);
 BENCHMARK(BM_cuda_aggregate<Reduce::max, true>)->Apply(agg_args);
 BENCHMARK(BM_cusparse_spmm)->Apply(agg_args);
+BENCHMARK(BM_cuda_copy)->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_cublas_gemm)
     ->Args({256, 256, 256})
     ->Args({1024, 1024, 1024})
