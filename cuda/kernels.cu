@@ -1,9 +1,9 @@
 // CUDA kernels of the first backend increment (go/cuda/kernels.hpp): CSR aggregation, row-wise
 // layer norm and softmax, elementwise activations, Adam, cuBLAS GEMM and a cuSPARSE SpMM
-// reference. Tested and measured on an H100 (bench/README "CUDA backend"). Loading a row's
-// edge indices once per 32 edges and broadcasting them with shuffles was measured there and was
-// 1.8x slower than the plain per-lane loads below; vectorized loads and several rows per warp
-// for small d are not tried yet.
+// reference. Tested and measured on an H100 (bench/README "CUDA backend"). Loading a row's edge
+// indices once per 32 edges and broadcasting them with shuffles was 1.8x slower there than every
+// lane loading the same entry; vectorized loads and several rows per warp for small d are not
+// tried yet.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -64,8 +64,15 @@ __device__ float block_reduce(float v, float* sh) {
 }
 
 // ---- CSR aggregation -------------------------------------------------------------------
-// One warp per row of the (forward or transposed) CSR, lanes over features; every lane loads
-// the same col_idx entry (one broadcast transaction).
+// One warp per row of the (forward or transposed) CSR, lanes over features: each lane keeps K
+// accumulators (features f0, f0 + 32, ..., f0 = lane + 32 K c) in registers. Every lane loads the
+// same col_idx entry (one broadcast transaction). With K = 1 a row's edges are read once per 32
+// features; with K = reg_width(d) (d <= 256) once per edge, so each edge issues K independent
+// feature loads and mean backward reads each degree once per edge: on the H100 that took sum and
+// max forward and sum backward 1.1-1.4x faster than K = 1 (bench/README "CUDA backend"). Max
+// backward keeps K = 1 above d = 64, where 8 registers per lane were 1.22x slower. Every K gives
+// the same bits: the per-feature order of each sum is the edge order, as on the CPU.
+template <int K>
 __global__ void agg_sum_kernel(const i64* __restrict__ rp, const i32* __restrict__ ci, i64 rows,
                                const float* __restrict__ x, i64 d, float* __restrict__ out,
                                const i64* __restrict__ scale_rp, bool scale_row) {
@@ -76,22 +83,38 @@ __global__ void agg_sum_kernel(const i64* __restrict__ rp, const i32* __restrict
     // mean forward: divide by this row's degree; mean backward (scale_rp): each edge carries
     // dout[i] / deg(i) with deg from the forward CSR.
     const float row_scale = scale_row ? 1.f / static_cast<float>(ee - eb > 1 ? ee - eb : 1) : 1.f;
-    for (i64 f = lane; f < d; f += kWarp) {
-      float s = 0.f;
+    for (i64 f0 = lane; f0 < d; f0 += K * kWarp) {
+      float acc[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc[k] = 0.f;
       for (i64 e = eb; e < ee; ++e) {
         const i32 j = ci[e];
-        float v = x[static_cast<i64>(j) * d + f];
+        float deg = 1.f;
         if (scale_rp) {
-          const i64 deg = scale_rp[j + 1] - scale_rp[j];
-          v /= static_cast<float>(deg > 1 ? deg : 1);
+          const i64 n = scale_rp[j + 1] - scale_rp[j];
+          deg = static_cast<float>(n > 1 ? n : 1);
         }
-        s += v;
+        const float* xr = x + static_cast<i64>(j) * d;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const i64 f = f0 + k * kWarp;
+          if (f < d) {
+            float v = xr[f];
+            if (scale_rp) v /= deg;
+            acc[k] += v;
+          }
+        }
       }
-      out[r * d + f] = s * row_scale;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 f = f0 + k * kWarp;
+        if (f < d) out[r * d + f] = acc[k] * row_scale;
+      }
     }
   }
 }
 
+template <int K>
 __global__ void agg_max_fwd_kernel(const i64* __restrict__ rp, const i32* __restrict__ ci, i64 rows,
                                    const float* __restrict__ x, i64 d, float* __restrict__ out,
                                    i32* __restrict__ argmax) {
@@ -99,27 +122,42 @@ __global__ void agg_max_fwd_kernel(const i64* __restrict__ rp, const i32* __rest
   const int lane = threadIdx.x % kWarp;
   for (i64 r = static_cast<i64>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; r < rows; r += warps) {
     const i64 eb = rp[r], ee = rp[r + 1];
-    for (i64 f = lane; f < d; f += kWarp) {
-      float m = 0.f;
-      i32 am = -1;
-      if (eb < ee) {
-        am = ci[eb];
-        m = x[static_cast<i64>(am) * d + f];
-        for (i64 e = eb + 1; e < ee; ++e) {
-          const i32 j = ci[e];
-          const float v = x[static_cast<i64>(j) * d + f];
-          if (v > m) {  // strict: ties keep the first edge, NaN never wins (as on the CPU)
-            m = v;
-            am = j;
+    for (i64 f0 = lane; f0 < d; f0 += K * kWarp) {
+      float m[K];
+      i32 am[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        m[k] = 0.f;
+        am[k] = -1;
+      }
+      for (i64 e = eb; e < ee; ++e) {
+        const i32 j = ci[e];
+        const float* xr = x + static_cast<i64>(j) * d;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const i64 f = f0 + k * kWarp;
+          if (f < d) {
+            const float v = xr[f];
+            if (e == eb || v > m[k]) {  // strict: ties keep the first edge, NaN never wins (as on the CPU)
+              m[k] = v;
+              am[k] = j;
+            }
           }
         }
       }
-      out[r * d + f] = m;
-      argmax[r * d + f] = am;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 f = f0 + k * kWarp;
+        if (f < d) {
+          out[r * d + f] = m[k];
+          argmax[r * d + f] = am[k];
+        }
+      }
     }
   }
 }
 
+template <int K>
 __global__ void agg_max_bwd_kernel(const i64* __restrict__ trp, const i32* __restrict__ tci, i64 n_src,
                                    const float* __restrict__ dout, i64 d, const i32* __restrict__ argmax,
                                    float* __restrict__ dx) {
@@ -128,20 +166,47 @@ __global__ void agg_max_bwd_kernel(const i64* __restrict__ trp, const i32* __res
   for (i64 j = static_cast<i64>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp; j < n_src; j += warps) {
     const i64 eb = trp[j], ee = trp[j + 1];
     const i32 jj = static_cast<i32>(j);
-    for (i64 f = lane; f < d; f += kWarp) {
-      float s = 0.f;
+    for (i64 f0 = lane; f0 < d; f0 += K * kWarp) {
+      float s[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) s[k] = 0.f;
       i32 prev = -1;
       for (i64 e = eb; e < ee; ++e) {
         const i32 i = tci[e];
         if (i == prev) continue;  // duplicate edge: the max took x[j] once
         prev = i;
-        const i64 at = static_cast<i64>(i) * d + f;
-        if (argmax[at] == jj) s += dout[at];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const i64 f = f0 + k * kWarp;
+          if (f < d) {
+            const i64 at = static_cast<i64>(i) * d + f;
+            if (argmax[at] == jj) s[k] += dout[at];
+          }
+        }
       }
-      dx[j * d + f] = s;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const i64 f = f0 + k * kWarp;
+        if (f < d) dx[j * d + f] = s[k];
+      }
     }
   }
 }
+
+// Registers per lane for d features: 1, 2, 4 or 8 up to d = 256, 1 for wider rows.
+int reg_width(i64 d) {
+  const i64 k = (d + kWarp - 1) / kWarp;
+  return k <= 1 ? 1 : k <= 2 ? 2 : k <= 4 ? 4 : k <= 8 ? 8 : 1;
+}
+
+// Launches kernel<K> for K = reg_width(d).
+#define GO_AGG_LAUNCH(kernel, grid, d, ...)                   \
+  switch (reg_width(d)) {                                     \
+    case 2: kernel<2><<<grid, kBlock>>>(__VA_ARGS__); break;  \
+    case 4: kernel<4><<<grid, kBlock>>>(__VA_ARGS__); break;  \
+    case 8: kernel<8><<<grid, kBlock>>>(__VA_ARGS__); break;  \
+    default: kernel<1><<<grid, kBlock>>>(__VA_ARGS__); break; \
+  }
 
 // ---- elementwise -----------------------------------------------------------------------
 __global__ void unary_fwd_kernel(Unary op, const float* __restrict__ x, float* __restrict__ y, i64 n) {
@@ -330,9 +395,10 @@ void csr_aggregate_forward(Reduce reduce, const i64* row_ptr, const i32* col_idx
   const unsigned grid = grid_for(n_dst, kWarpsPerBlock);
   if (reduce == Reduce::max) {
     GO_CHECK(argmax, "go::cuda::csr_aggregate_forward: max needs an argmax buffer");
-    agg_max_fwd_kernel<<<grid, kBlock>>>(row_ptr, col_idx, n_dst, x, d, out, argmax);
+    GO_AGG_LAUNCH(agg_max_fwd_kernel, grid, d, row_ptr, col_idx, n_dst, x, d, out, argmax);
   } else {
-    agg_sum_kernel<<<grid, kBlock>>>(row_ptr, col_idx, n_dst, x, d, out, nullptr, reduce == Reduce::mean);
+    GO_AGG_LAUNCH(agg_sum_kernel, grid, d, row_ptr, col_idx, n_dst, x, d, out, nullptr,
+                  reduce == Reduce::mean);
   }
   GO_CUDA_CHECK_LAUNCH();
 }
@@ -343,16 +409,19 @@ void csr_aggregate_backward(Reduce reduce, const i64* row_ptr, const i64* t_row_
   const unsigned grid = grid_for(n_src, kWarpsPerBlock);
   switch (reduce) {
     case Reduce::sum:
-      agg_sum_kernel<<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, dx, nullptr, false);
+      GO_AGG_LAUNCH(agg_sum_kernel, grid, d, t_row_ptr, t_col_idx, n_src, dout, d, dx, nullptr, false);
       break;
     case Reduce::mean:
       GO_CHECK(row_ptr, "go::cuda::csr_aggregate_backward: mean needs the forward row_ptr");
-      agg_sum_kernel<<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, dx, row_ptr, false);
+      GO_AGG_LAUNCH(agg_sum_kernel, grid, d, t_row_ptr, t_col_idx, n_src, dout, d, dx, row_ptr, false);
       break;
     case Reduce::max:
       // With no destination rows there is no edge, and the argmax buffer may be empty (nullptr).
       GO_CHECK(argmax || n_dst == 0, "go::cuda::csr_aggregate_backward: max needs the forward argmax");
-      agg_max_bwd_kernel<<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, argmax, dx);
+      if (d > kWarp && d <= 2 * kWarp)  // K = 2 at most: see the kernels' comment
+        agg_max_bwd_kernel<2><<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, argmax, dx);
+      else
+        agg_max_bwd_kernel<1><<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, argmax, dx);
       break;
   }
   GO_CUDA_CHECK_LAUNCH();

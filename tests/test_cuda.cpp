@@ -128,11 +128,13 @@ TEST_CASE("cuda: CSR aggregation forward and backward match the CPU kernels", "[
     std::int64_t n_dst, n_src, d, max_deg;
     double zero_frac;
   };
-  // Empty graph, no edges at all, d = 0, one node, ragged d (not multiples of 32), long rows.
+  // Empty graph, no edges at all, d = 0, one node, ragged d (not multiples of 32), long rows;
+  // d = 1..256 runs the register kernels (1, 2, 4 or 8 features per lane; max backward up to
+  // d = 64), wider rows the generic ones (d = 130 for max backward, d = 300 for all).
   const std::vector<Case> cases = {{0, 0, 8, 3, 0.0},   {0, 5, 8, 3, 0.0},     {20, 10, 16, 0, 0.0},
                                    {6, 4, 0, 3, 0.2},   {1, 1, 1, 2, 0.0},     {37, 53, 1, 5, 0.3},
                                    {100, 80, 33, 8, 0.2}, {257, 300, 64, 12, 0.1}, {1000, 1500, 130, 20, 0.25},
-                                   {64, 2000, 7, 400, 0.1}};
+                                   {64, 2000, 7, 400, 0.1}, {50, 40, 300, 6, 0.1}};
   Rng rng(7);
   for (const Case& c : cases) {
     const Csr g = random_csr(c.n_dst, c.n_src, c.max_deg, c.zero_frac, rng);
