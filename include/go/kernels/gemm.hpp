@@ -1,5 +1,6 @@
 #pragma once
-// Dense matrix products on raw row-major pointers (oneDNN's sgemm underneath).
+// Dense matrix products on raw row-major pointers (oneDNN's sgemm underneath, one call per
+// tile of a split fixed by the shape, so the bits do not depend on the number of threads).
 #include <cstdint>
 
 namespace go::kernels {
