@@ -69,6 +69,48 @@ TEST_CASE("matmul: all transpose flags, reference and gradient", "[ops]") {
   REQUIRE_THROWS_WITH(tensor::matmul(a, a), Catch::Contains("[130, 257]"));
 }
 
+TEST_CASE("gemm: products split into row tiles and k-chunks match the naive product", "[ops]") {
+  // go::kernels::gemm splits by shape alone: 1000 x 40 x 128 runs as 3 row tiles, 20 x 16 x 8192
+  // as 4 chunks of k summed in order, 48 x 40 x 12000 as 2 row tiles x 5 chunks. Every transpose,
+  // padded strides, alpha and beta; with beta = 0 a NaN already in C must not survive.
+  struct Case {
+    std::int64_t m, n, k;
+  };
+  Rng rng(11);
+  for (const Case c : {Case{1000, 40, 128}, Case{20, 16, 8192}, Case{48, 40, 12000}})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (const float beta : {0.f, 0.25f}) {
+          INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " trans_a=" << ta << " trans_b=" << tb << " beta=" << beta);
+          const Tensor a = random_tensor(ta ? Shape{c.k, c.m} : Shape{c.m, c.k}, rng);
+          const Tensor b = random_tensor(tb ? Shape{c.n, c.k} : Shape{c.k, c.n}, rng);
+          const Tensor c0 = random_tensor(Shape{c.m, c.n}, rng);
+          // Padded copies: every row stride 3 longer than the row.
+          auto padded = [](const Tensor& t) {
+            Tensor p = Tensor::full(Shape{t.dim(0), t.dim(1) + 3}, 7.f);
+            for (std::int64_t i = 0; i < t.dim(0); ++i)
+              for (std::int64_t j = 0; j < t.dim(1); ++j) p.at(i, j) = t.at(i, j);
+            return p;
+          };
+          const Tensor ap = padded(a), bp = padded(b);
+          Tensor cp = padded(c0);
+          if (beta == 0.f)
+            for (std::int64_t i = 0; i < c.m; ++i) cp.at(i, 0) = std::numeric_limits<float>::quiet_NaN();
+          kernels::gemm(ta, tb, c.m, c.n, c.k, 0.5f, ap.f32(), ap.dim(1), bp.f32(), bp.dim(1), beta, cp.f32(),
+                        cp.dim(1));
+          const Tensor ab = ref_matmul(a, b, ta, tb);
+          Tensor want = Tensor::empty(Shape{c.m, c.n}), got = Tensor::empty(Shape{c.m, c.n});
+          for (std::int64_t i = 0; i < c.m; ++i)
+            for (std::int64_t j = 0; j < c.n; ++j) {
+              want.at(i, j) = 0.5f * ab.at(i, j) + beta * c0.at(i, j);
+              got.at(i, j) = cp.at(i, j);
+            }
+          require_close(got, want, 1e-4, 2e-3, "gemm");
+          for (std::int64_t i = 0; i < c.m; ++i)  // the padding is untouched
+            for (std::int64_t j = c.n; j < c.n + 3; ++j) REQUIRE(cp.at(i, j) == 7.f);
+        }
+}
+
 TEST_CASE("matmul: gradient accumulates when a variable is used twice", "[ops]") {
   Rng rng(2);
   Tensor a = random_tensor(Shape{4, 4}, rng);

@@ -336,6 +336,8 @@ TEST_CASE("each parallel kernel is bit-identical with 1 and 2 threads", "[reliab
   const Tensor beta0 = Tensor::uniform(go::Shape{cols}, rng, -0.5f, 0.5f);
   const Tensor w0 = Tensor::uniform(go::Shape{cols, 4096}, rng, -0.1f, 0.1f);
   const Tensor tall = Tensor::uniform(go::Shape{16384, 8}, rng, -1.f, 1.f);
+  const Tensor chunked_a = Tensor::uniform(go::Shape{12000, 48}, rng, -1.f, 1.f);
+  const Tensor chunked_b = Tensor::uniform(go::Shape{12000, 40}, rng, -1.f, 1.f);
 
   using Op = std::function<std::vector<Tensor>()>;
   const std::vector<std::pair<std::string, Op>> ops = {
@@ -352,6 +354,13 @@ TEST_CASE("each parallel kernel is bit-identical with 1 and 2 threads", "[reliab
          Variable y = go::matmul(a, a, true, false);
          y.backward(Tensor::full(y.shape(), 1.f));
          return std::vector<Tensor>{y.value(), a.grad()};
+       }},
+      {"matmul split into k-chunks ([48 x 12000]^T x [12000 x 40]) forward and backward",
+       [&] {
+         Variable a(chunked_a.clone(), true), b(chunked_b.clone(), true);
+         Variable y = go::matmul(a, b, true, false);
+         y.backward(Tensor::full(y.shape(), 0.5f));
+         return std::vector<Tensor>{y.value(), a.grad(), b.grad()};
        }},
       {"layer_norm forward and backward (y, dx)",
        [&] {
