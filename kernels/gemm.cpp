@@ -74,7 +74,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   }
   const Split s = split_for(m, n, k);
   const i64 tiles = (m + s.mb - 1) / s.mb, chunks = (k + s.kc - 1) / s.kc;
-  // Row i of op(A) and column p of op(A); row p of op(B).
+  // Element (i, p) of op(A); row p of op(B).
   auto a_at = [&](i64 i, i64 p) { return trans_a ? a + p * lda + i : a + i * lda + p; };
   auto b_at = [&](i64 p) { return trans_b ? b + p : b + p * ldb; };
   int failed = dnnl_success;  // a failing call's status (any one of them)
