@@ -77,39 +77,26 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   // Element (i, p) of op(A); row p of op(B).
   auto a_at = [&](i64 i, i64 p) { return trans_a ? a + p * lda + i : a + i * lda + p; };
   auto b_at = [&](i64 p) { return trans_b ? b + p : b + p * ldb; };
+  // With one chunk every tile goes straight into C; with several, chunk q's product goes into
+  // partial[q] (m x n, dense), and C = alpha * (sum over q in order) + beta * C afterwards.
+  std::vector<float> partial(chunks > 1 ? static_cast<std::size_t>(chunks * m * n) : 0);
   int failed = dnnl_success;  // a failing call's status (any one of them)
-  auto check = [&] {
-    GO_CHECK(failed == dnnl_success, "oneDNN sgemm failed (status ", failed, ") for m=", m, " n=", n, " k=", k);
-  };
-  if (chunks == 1) {
-#pragma omp parallel for schedule(static) if (tiles > 1)
-    for (i64 t = 0; t < tiles; ++t) {
-      const i64 i0 = t * s.mb, rows = std::min(s.mb, m - i0);
-      const int st =
-          sgemm_one_thread(trans_a, trans_b, rows, n, k, alpha, a_at(i0, 0), lda, b, ldb, beta, c + i0 * ldc, ldc);
-      if (st != dnnl_success) {
-#pragma omp atomic write
-        failed = st;
-      }
-    }
-    check();
-    return;
-  }
-  // Chunk q's product into partial[q] (m x n, dense), then C = alpha * (sum over q in order) + beta * C.
-  std::vector<float> partial(static_cast<std::size_t>(chunks * m * n));
-#pragma omp parallel for schedule(static) collapse(2)
+#pragma omp parallel for schedule(static) collapse(2) if (chunks * tiles > 1)
   for (i64 q = 0; q < chunks; ++q)
     for (i64 t = 0; t < tiles; ++t) {
       const i64 i0 = t * s.mb, rows = std::min(s.mb, m - i0);
       const i64 p0 = q * s.kc, depth = std::min(s.kc, k - p0);
-      const int st = sgemm_one_thread(trans_a, trans_b, rows, n, depth, 1.f, a_at(i0, p0), lda, b_at(p0), ldb, 0.f,
-                                      partial.data() + (q * m + i0) * n, n);
+      const bool direct = chunks == 1;
+      const int st = sgemm_one_thread(trans_a, trans_b, rows, n, depth, direct ? alpha : 1.f, a_at(i0, p0), lda,
+                                      b_at(p0), ldb, direct ? beta : 0.f,
+                                      direct ? c + i0 * ldc : partial.data() + (q * m + i0) * n, direct ? ldc : n);
       if (st != dnnl_success) {
 #pragma omp atomic write
         failed = st;
       }
     }
-  check();
+  GO_CHECK(failed == dnnl_success, "oneDNN sgemm failed (status ", failed, ") for m=", m, " n=", n, " k=", k);
+  if (chunks == 1) return;
 #pragma omp parallel for schedule(static) if (m * n >= 4096)
   for (i64 i = 0; i < m; ++i)
     for (i64 j = 0; j < n; ++j) {

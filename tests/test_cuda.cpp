@@ -129,8 +129,9 @@ TEST_CASE("cuda: CSR aggregation forward and backward match the CPU kernels", "[
     double zero_frac;
   };
   // Empty graph, no edges at all, d = 0, one node, ragged d (not multiples of 32), long rows;
-  // d = 1..256 runs the register kernels (1, 2, 4 or 8 features per lane; max backward up to
-  // d = 64), wider rows the generic ones (d = 130 for max backward, d = 300 for all).
+  // d = 1..256 keeps 1, 2, 4 or 8 features per lane in registers (max backward: 2 at most, up to
+  // d = 64); wider rows keep 1 and loop over 32-feature chunks (d = 130 for max backward, d = 300
+  // for all).
   const std::vector<Case> cases = {{0, 0, 8, 3, 0.0},   {0, 5, 8, 3, 0.0},     {20, 10, 16, 0, 0.0},
                                    {6, 4, 0, 3, 0.2},   {1, 1, 1, 2, 0.0},     {37, 53, 1, 5, 0.3},
                                    {100, 80, 33, 8, 0.2}, {257, 300, 64, 12, 0.1}, {1000, 1500, 130, 20, 0.25},
