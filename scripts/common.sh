@@ -106,7 +106,7 @@ go_fuzz_configure_build() {
   local cfg=()
   if ! go_configured "$dir"; then
     go_log "configuring $dir (clang libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer)"
-    # -Wno-pass-failed: clang at -O1 warns that the kernels' `omp simd` loops were not vectorized.
+    # -Wno-pass-failed: clang at -O1 warns of `omp simd` loops it did not vectorize.
     cfg=(-S "$GO_ROOT" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" "${GO_SANITIZE_FLAGS[@]}" -DGO_FUZZ=ON
          "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DGO_BUILD_TESTS=OFF -DGO_BUILD_EXAMPLES=OFF
          "-DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all -Wno-pass-failed")
