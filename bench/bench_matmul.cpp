@@ -65,7 +65,10 @@ void BM_matmul_autograd_fwd_bwd(benchmark::State& st) {
 void shapes(benchmark::internal::Benchmark* b) {
   for (std::int64_t n : {1000, 10000, 100000})
     for (std::int64_t d : {64, 128, 256}) b->Args({n, d});
-  b->ArgNames({"n", "d"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  // Warm-up: at n = 100,000 one iteration can outlast --benchmark_min_time, and a lone first
+  // iteration pays oneDNN's kernel generation and the first touch of 50-100 MB of fresh pages
+  // (the autograd row read 3x slow for that alone).
+  b->ArgNames({"n", "d"})->Unit(benchmark::kMicrosecond)->UseRealTime()->MinWarmUpTime(0.1);
 }
 
 }  // namespace
