@@ -23,7 +23,8 @@ inline constexpr const char* kFusionHelp =
     "methods choose fusion themselves)";
 inline constexpr const char* kTimeLimitHelp =
     "anneal, anneal-anchor, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
-    "then trains as many updates as go; exact then stops after 60 s)";
+    "then trains as many updates as go; exact then stops after 60 s; exact's limit is CBC's, which checks its clock "
+    "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
 inline constexpr const char* kAnchorTiesHelp =
     "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level the anchor tries, from "
     "program,first-ready,latest: every candidate in the first, its best four in each other one (default "

@@ -155,7 +155,7 @@ ExactSolution solve_model(const Problem& pb, bool with_memory, double seconds, s
     const Replay rep = replay(pb, sim, ws, plan_of(r.dev, r.start, r.objective));
     converged = rep.ran && rep.step <= r.objective * (1 + tol);
     if (rep.ran && (converged || rep.step < best.step)) best = rep;
-    if (converged || !proven || detail::base::seconds_since(t_solve) >= seconds - 0.5) break;
+    if (converged || !proven || detail::base::seconds_since(t_solve) >= seconds - 1.0) break;  // CBC gets >= 1 s
     // pairs: each transfer that waited for a channel, with those holding a common one meanwhile
     bool added = false;
     const Replay& q = rep;
