@@ -1,6 +1,7 @@
 // Segment-recurrent multi-head attention on the CPU: a FlashAttention-2 style
 // fused kernel (online softmax over key tiles) with register-blocked AVX-512
-// micro-kernels. See include/go/kernels/attention.hpp for the contract.
+// micro-kernels (AVX2: the same with 16-lane vectors as two halves, one column
+// vector per pass). See include/go/kernels/attention.hpp for the contract.
 //
 // Layout of the work. One task is one (segment, head); tasks run in parallel
 // with OpenMP. Inside a task the queries are cut into blocks of kBq = 64 and the
@@ -42,6 +43,9 @@
 #include <limits>
 
 #include "avx512.hpp"
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "go/core/error.hpp"
 
@@ -55,6 +59,12 @@ constexpr int kQV = kBq / kW;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Cephes exp2f minimax polynomial on [-0.5, 0.5], highest power first (Horner):
+// 2^f = 1 + f * P(f), relative error ~1e-7.
+constexpr int kExp2Terms = 7;
+constexpr float kExp2Poly[kExp2Terms] = {1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
+                                         5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f,
+                                         1.f};
 
 // ---- a minimal 16-lane float vector ---------------------------------------
 #if defined(__AVX512F__)
@@ -79,21 +89,10 @@ inline vf vcausal(vf x, std::int64_t j, std::int64_t q0) {
   if (lim >= kW) return vset1(kNegInf);
   return _mm512_mask_mov_ps(x, mask_first(static_cast<int>(lim)), vset1(kNegInf));
 }
-// 2^x for x <= 0 (or a little above); exactly 0 below -126 and for -inf.
-inline vf vexp2(vf x) {
-  const vmask live = _mm512_cmp_ps_mask(x, vset1(-126.f), _CMP_GE_OQ);
-  x = _mm512_max_ps(x, vset1(-126.f));
-  const vf n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const vf f = vsub(x, n);  // [-0.5, 0.5]
-  // Cephes exp2f minimax polynomial: 2^f = 1 + f * P(f), relative error ~1e-7.
-  vf p = vset1(1.535336188319500e-4f);
-  p = vfma(p, f, vset1(1.339887440266574e-3f));
-  p = vfma(p, f, vset1(9.618437357674640e-3f));
-  p = vfma(p, f, vset1(5.550332471162809e-2f));
-  p = vfma(p, f, vset1(2.402264791363012e-1f));
-  p = vfma(p, f, vset1(6.931472028550421e-1f));
-  p = vfma(p, f, vset1(1.f));
-  return _mm512_maskz_scalef_ps(live, p, n);
+inline vf vround(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// p * 2^n where x >= lo, else 0 (n integral, >= -126).
+inline vf vscale2_where_ge(vf p, vf n, vf x, float lo) {
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, vset1(lo), _CMP_GE_OQ), p, n);
 }
 // log2(x) for positive normal x: exponent + atanh series of the mantissa in [sqrt(1/2), sqrt(2)).
 inline vf vlog2(vf x) {
@@ -138,6 +137,127 @@ inline void transpose16(vf r[16]) {
   }
 }
 inline float vsum(vf x) { return _mm512_reduce_add_ps(x); }
+#elif defined(__AVX2__) && defined(__FMA__)
+// AVX2: a 16-lane vector is two 8-lane halves. Only 16 registers of half the width, so the
+// micro-kernel takes one column vector per pass (kColumnPass below); the arithmetic is the
+// AVX-512 path's, lane by lane (same polynomials, same fused multiply-adds).
+struct vf {
+  __m256 lo, hi;
+};
+struct vmask {
+  __m256i lo, hi;  // all ones in the live lanes
+};
+inline __m256i lane_index_lo() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+inline __m256i lane_index_hi() { return _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15); }
+// Lanes [0, count) live.
+inline vmask mask_first(int count) {
+  const __m256i c = _mm256_set1_epi32(count);
+  return {_mm256_cmpgt_epi32(c, lane_index_lo()), _mm256_cmpgt_epi32(c, lane_index_hi())};
+}
+inline vf vzero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline vf vset1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+inline vf vload(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+// Masked lanes are neither read nor written (no access past a row's end).
+inline vf vloadm(const float* p, vmask m) { return {_mm256_maskload_ps(p, m.lo), _mm256_maskload_ps(p + 8, m.hi)}; }
+inline void vstore(float* p, vf x) {
+  _mm256_storeu_ps(p, x.lo);
+  _mm256_storeu_ps(p + 8, x.hi);
+}
+inline void vstorem(float* p, vmask m, vf x) {
+  _mm256_maskstore_ps(p, m.lo, x.lo);
+  _mm256_maskstore_ps(p + 8, m.hi, x.hi);
+}
+inline vf vfma(vf a, vf b, vf c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+inline vf vadd(vf a, vf b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline vf vsub(vf a, vf b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline vf vmul(vf a, vf b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline vf vmax(vf a, vf b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+// Lanes where key index j > query index (q0 + lane) become -inf.
+inline vf vcausal(vf x, std::int64_t j, std::int64_t q0) {
+  const std::int64_t lim = j - q0;  // lane < lim is masked
+  if (lim <= 0) return x;
+  if (lim >= kW) return vset1(kNegInf);
+  const vmask m = mask_first(static_cast<int>(lim));
+  const __m256 inf = _mm256_set1_ps(kNegInf);
+  return {_mm256_blendv_ps(x.lo, inf, _mm256_castsi256_ps(m.lo)), _mm256_blendv_ps(x.hi, inf, _mm256_castsi256_ps(m.hi))};
+}
+inline vf vround(vf x) {
+  constexpr int kMode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  return {_mm256_round_ps(x.lo, kMode), _mm256_round_ps(x.hi, kMode)};
+}
+// p * 2^n where x >= lo, else 0 (n integral, >= -126: 2^n from its exponent bits is a normal
+// float, so the product is rounded once, as AVX-512's scalef rounds it).
+inline __m256 scale2_half(__m256 p, __m256 n, __m256 x, float lo) {
+  const __m256 pow2n =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  return _mm256_and_ps(_mm256_mul_ps(p, pow2n), _mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ));
+}
+inline vf vscale2_where_ge(vf p, vf n, vf x, float lo) {
+  return {scale2_half(p.lo, n.lo, x.lo, lo), scale2_half(p.hi, n.hi, x.hi, lo)};
+}
+// log2(x) for positive normal x: exponent + atanh series of the mantissa in [sqrt(1/2), sqrt(2)).
+inline __m256 log2_half(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
+  __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)),
+                                                 _mm256_set1_epi32(0x3f800000)));  // [1, 2)
+  __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127)));
+  const __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+  m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+  e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.f)));
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 z = _mm256_div_ps(_mm256_sub_ps(m, one), _mm256_add_ps(m, one));  // |z| <= 0.172
+  const __m256 z2 = _mm256_mul_ps(z, z);
+  __m256 p = _mm256_set1_ps(1.f / 9);
+  p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(1.f / 7));
+  p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(1.f / 5));
+  p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(1.f / 3));
+  p = _mm256_fmadd_ps(p, z2, one);
+  return _mm256_fmadd_ps(_mm256_mul_ps(z, p), _mm256_set1_ps(2.f * kLog2e), e);
+}
+inline vf vlog2(vf x) { return {log2_half(x.lo), log2_half(x.hi)}; }
+// Transposes the 8 x 8 block r[0..7] in place.
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+// Transposes the 16 x 16 block held in r[0..15] (r[i] = row i) in place: four 8 x 8 blocks.
+inline void transpose16(vf r[16]) {
+  __m256 tl[8], tr[8], bl[8], br[8];
+  for (int i = 0; i < 8; ++i) {
+    tl[i] = r[i].lo;
+    tr[i] = r[i].hi;
+    bl[i] = r[8 + i].lo;
+    br[i] = r[8 + i].hi;
+  }
+  transpose8(tl);
+  transpose8(tr);
+  transpose8(bl);
+  transpose8(br);
+  for (int i = 0; i < 8; ++i) {
+    r[i] = {tl[i], bl[i]};
+    r[8 + i] = {tr[i], br[i]};
+  }
+}
+inline float vsum(vf x) {
+  const __m256 s = _mm256_add_ps(x.lo, x.hi);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
 #else
 // Portable fallback with the same interface (the compiler vectorizes the loops).
 struct vf {
@@ -209,6 +329,18 @@ inline float vsum(vf x) {
 }
 #endif
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// 2^x for x <= 0 (or a little above); exactly 0 below -126, for -inf and for NaN.
+inline vf vexp2(vf x) {
+  const vf xc = vmax(x, vset1(-126.f));
+  const vf n = vround(xc);
+  const vf f = vsub(xc, n);  // [-0.5, 0.5]
+  vf p = vset1(kExp2Poly[0]);
+  for (int i = 1; i < kExp2Terms; ++i) p = vfma(p, f, vset1(kExp2Poly[i]));
+  return vscale2_where_ge(p, n, x, -126.f);
+}
+#endif
+
 // ---- the micro-kernel -------------------------------------------------------
 enum class Init { zero, load, scale };  // acc starts at 0 | C | rowscale[r] * C
 
@@ -222,71 +354,86 @@ struct ScoreEpi {
   bool mask;          // apply the causal mask
 };
 
+// Column vectors one pass of the micro-kernel keeps in registers: all NV of a call where AVX-512's
+// 32 registers hold R x NV accumulators; one where AVX2's 16 registers of half the width must hold
+// R x 2 halves (a spilled accumulator array made the kernels 3x slower there).
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+constexpr bool kOneColumnPerPass = true;
+#else
+constexpr bool kOneColumnPerPass = false;
+#endif
+
 // C[R x (NV vectors)] = init + sum_{t < T} A[r*ars + t*acs] * B[t*ldb + :].
 // The last vector of each row is masked with `tail` (loads of B, loads/stores of C).
+// Each element is summed over t in order, whatever the passes, so the result does not depend on them.
 template <int R, int NV, Init I, bool kEpi>
 inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64_t acs, const float* __restrict b,
                   std::int64_t ldb, float* __restrict c, std::int64_t ldc, vmask tail, const float* rowscale,
                   const ScoreEpi* epi, int row0) {
-  vf acc[R][NV];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      if constexpr (I == Init::zero) {
-        acc[r][v] = vzero();
-      } else {
-        const float* cr = c + r * ldc + v * kW;
-        vf x = v == NV - 1 ? vloadm(cr, tail) : vload(cr);
-        if constexpr (I == Init::scale) x = vmul(x, vset1(rowscale[r]));
-        acc[r][v] = x;
-      }
-    }
-  }
-  for (int t = 0; t < T; ++t) {
-    const float* bt = b + t * ldb;
-    vf bv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = v == NV - 1 ? vloadm(bt + v * kW, tail) : vload(bt + v * kW);
-    const float* at = a + t * acs;
+  constexpr int P = kOneColumnPerPass ? 1 : NV;  // column vectors per pass
+  for (int v0 = 0; v0 < NV; v0 += P) {
+    vf acc[R][P];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const vf ar = vset1(at[r * ars]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = vfma(ar, bv[v], acc[r][v]);
+      for (int v = 0; v < P; ++v) {
+        if constexpr (I == Init::zero) {
+          acc[r][v] = vzero();
+        } else {
+          const float* cr = c + r * ldc + (v0 + v) * kW;
+          vf x = v0 + v == NV - 1 ? vloadm(cr, tail) : vload(cr);
+          if constexpr (I == Init::scale) x = vmul(x, vset1(rowscale[r]));
+          acc[r][v] = x;
+        }
+      }
     }
-  }
-  if constexpr (kEpi) {
-    if (epi->mask) {
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      const float* bt = b + t * ldb + v0 * kW;
+      vf bv[P];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = vcausal(acc[r][v], epi->key0 + row0 + r, epi->q0 + v * kW);
+      for (int v = 0; v < P; ++v) bv[v] = v0 + v == NV - 1 ? vloadm(bt + v * kW, tail) : vload(bt + v * kW);
+      const float* at = a + t * acs;
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const vf ar = vset1(at[r * ars]);
+#pragma GCC unroll 4
+        for (int v = 0; v < P; ++v) acc[r][v] = vfma(ar, bv[v], acc[r][v]);
+      }
     }
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      vf mx = vload(epi->colmax + v * kW);
+    if constexpr (kEpi) {
+      if (epi->mask) {
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) mx = vmax(mx, acc[r][v]);
-      vstore(epi->colmax + v * kW, mx);
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < P; ++v) acc[r][v] = vcausal(acc[r][v], epi->key0 + row0 + r, epi->q0 + (v0 + v) * kW);
+      }
+#pragma GCC unroll 4
+      for (int v = 0; v < P; ++v) {
+        vf mx = vload(epi->colmax + (v0 + v) * kW);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) mx = vmax(mx, acc[r][v]);
+        vstore(epi->colmax + (v0 + v) * kW, mx);
+      }
     }
-  }
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      float* cr = c + r * ldc + v * kW;
-      if (v == NV - 1)
-        vstorem(cr, tail, acc[r][v]);
-      else
-        vstore(cr, acc[r][v]);
+      for (int v = 0; v < P; ++v) {
+        float* cr = c + r * ldc + (v0 + v) * kW;
+        if (v0 + v == NV - 1)
+          vstorem(cr, tail, acc[r][v]);
+        else
+          vstore(cr, acc[r][v]);
+      }
     }
   }
 }
 
-// Rows per micro-kernel call for NV vectors per row: about 24 accumulators.
+// Rows per micro-kernel call for NV vectors per row: about 24 accumulators (AVX-512), 12 halves
+// of one column vector per pass (AVX2).
 template <int NV>
 constexpr int rows_for() {
+  if constexpr (kOneColumnPerPass) return 6;
   return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
 }
 
