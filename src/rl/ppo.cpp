@@ -96,8 +96,7 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
     for (auto& o : outs) decisions.push_back(std::move(o.actions));
   }
   std::vector<std::pair<Plan, SimResult>> out(decisions.size());
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(out.size())));
+  const int nthreads = item_threads(cfg_.threads, out.size());
   reserve_workspaces(t, nthreads);
   parallel_items(0, out.size(), nthreads, "go: simulation failed", [&](int tid, std::size_t j) {
     out[j].first = plan_of(t, decisions[j]);
@@ -178,8 +177,7 @@ UpdateStats PpoTrainer::update() {
 
   const auto t_sampled = std::chrono::steady_clock::now();
   // 3. decode + simulate in parallel
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int nthreads = std::max(1, std::min<int>(cfg_.threads > 0 ? cfg_.threads : hw, static_cast<int>(own_end - own_begin)));
+  const int nthreads = item_threads(cfg_.threads, own_end - own_begin);
   for (std::size_t gi : sel) reserve_workspaces(*tasks_[gi], nthreads);
   {
     parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {

@@ -25,7 +25,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +42,7 @@
 #include "go/policy/features.hpp"
 #include "go/policy/to_plan.hpp"
 #include "go/rl/config.hpp"
+#include "go/rl/parallel.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
@@ -107,49 +110,53 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 // `which`: comma-separated subset of kAnchorPlacements; `tie_orders`: of kAnchorTieOrders, the first for
 // every candidate, then the best four again in each other one. A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
-// `trace` (optional) records every candidate's simulation, in the order they are simulated.
+// `trace` (optional) records every candidate's simulation, in the candidates' order. `threads`: the
+// candidates are simulated on that many threads (0: the hardware's); the result does not depend on it.
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                             std::uint64_t seed = 0, BestTrace* trace = nullptr,
-                            const std::string& tie_orders = kAnchorTies) {
+                            const std::string& tie_orders = kAnchorTies, int threads = 0) {
   const std::string problem = list_problem(tie_orders, kAnchorTieOrders);
   GO_CHECK(problem.empty(), "anchor: the tie orders ", problem);
   std::vector<policy::TieOrder> orders;
   for (const std::string& t : comma_items(tie_orders)) orders.push_back(anchor_tie_order(t));
-  std::vector<std::pair<std::string, Plan>> placements;
+  // The heuristic placements and the rank levels, computed side by side on `threads` threads, are
+  // kept in this fixed order. A heuristic that throws go::Error (it cannot handle the graph) is
+  // left out, except pipeline stages, whose error is the anchor's.
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
-  if (wanted("default")) placements.emplace_back("default", default_plan(g));
-  if (c.num_devices() > 1) {
-    try {
-      if (wanted("human")) placements.emplace_back("human", human_plan(g, c, {}, nullptr, &sim));
-    } catch (const Error&) {
-    }
-    if (wanted("pipeline")) placements.emplace_back("pipeline", pipeline_plan(g, c, sim));
-    try {
-      if (wanted("metis") && metis_available()) placements.emplace_back("metis", metis_plan(g, c, seed));
-    } catch (const Error&) {
-    }
-    try {  // Baechi's list schedulers: their placement only (priorities are the variants below)
-      if (wanted("m-etf")) placements.emplace_back("m-etf", m_etf_plan(g, c));
-    } catch (const Error&) {
-    }
-    try {
-      if (wanted("m-sct")) placements.emplace_back("m-sct", m_sct_plan(g, c));
-    } catch (const Error&) {
-    }
-    try {
-      if (wanted("heft")) placements.emplace_back("heft", heft_plan(g, c));
-    } catch (const Error&) {
-    }
-  }
+  const bool multi = c.num_devices() > 1;
+  const std::vector<std::pair<std::string, std::function<Plan()>>> heuristics{
+      {"default", [&] { return default_plan(g); }},
+      {"human", [&] { return human_plan(g, c, {}, nullptr, &sim); }},
+      {"pipeline", [&] { return pipeline_plan(g, c, sim); }},
+      {"metis", [&] { return metis_plan(g, c, seed); }},
+      // Baechi's list schedulers: their placement only (priorities are the variants below)
+      {"m-etf", [&] { return m_etf_plan(g, c); }},
+      {"m-sct", [&] { return m_sct_plan(g, c); }},
+      {"heft", [&] { return heft_plan(g, c); }}};
+  std::vector<std::optional<Plan>> made(heuristics.size());
+  std::vector<float> ranks;
+  parallel_items(0, heuristics.size() + 1, item_threads(threads, heuristics.size() + 1), "anchor",
+                 [&](int, std::size_t j) {
+                   if (j == heuristics.size()) {
+                     ranks = upward_rank_levels(g, sim, priority_levels);
+                     return;
+                   }
+                   const std::string& name = heuristics[j].first;
+                   if (!wanted(name) || (name != "default" && !multi) || (name == "metis" && !metis_available())) return;
+                   try {
+                     made[j] = heuristics[j].second();
+                   } catch (const Error&) {
+                     if (name == "pipeline") throw;
+                   }
+                 });
+  std::vector<std::pair<std::string, Plan>> placements;
+  for (std::size_t j = 0; j < heuristics.size(); ++j)
+    if (made[j]) placements.emplace_back(heuristics[j].first, std::move(*made[j]));
   if (placements.empty()) placements.emplace_back("default", default_plan(g));
-  const std::vector<float> ranks = upward_rank_levels(g, sim, priority_levels);
-  policy::DecodeOptions dopt;
-  dopt.colocate = colocate;
   Anchor best;
   double best_key = std::numeric_limits<double>::infinity();
   bool best_valid = false;
-  SimWorkspace ws = sim.make_workspace();
   int evaluated = 0;
   struct Tried {
     bool valid;
@@ -165,40 +172,63 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   };
   // per placement and tie order (indexed by TieOrder)
   std::vector<std::array<PlacementBest, 4>> per_placement(placements.size());
-  auto candidate = [&](std::size_t pi, int ranked, int fused, policy::TieOrder ties) {
-    const Plan& base = placements[pi].second;
-    Plan p;
-    p.device = base.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : base.device;
-    if (ranked) p.priority = ranks;
-    if (fused) apply_xla_fusion(g, p);
-    const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
-    dopt.ties = ties;
-    Plan dp = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
-    SimResult r = sim.simulate(dp, ws);
-    ++evaluated;
-    const bool valid = r.valid && std::isfinite(r.step_time);
-    if (trace) trace->add(valid, r.step_time);
-    const double key = valid ? r.step_time : memory_excess(r, c);
-    if (ties == orders[0]) tried.push_back({valid, key, pi, ranked, fused});
-    PlacementBest& pb = per_placement[pi][static_cast<std::size_t>(ties)];
-    if (valid && (!pb.set || r.step_time < pb.step_time))
-      pb = {true, r.step_time, policy::actions_from_plan(g, pg, dp, priority_levels)};
-    if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
-      best_valid = valid;
-      best_key = key;
-      best.placement = placements[pi].first;
-      best.ranked = ranked != 0;
-      best.fused = fused != 0;
-      best.ties = ties;
-      // a valid best is also the best of its placement and order, whose actions were just made
-      best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, dp, priority_levels);
-      best.plan = std::move(dp);
-      best.result = std::move(r);
+  struct Candidate {
+    std::size_t pi;
+    int ranked, fused;
+    policy::TieOrder ties;
+    Plan plan;  // decoded
+    SimResult result;
+  };
+  // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
+  // batch's order, so the anchor and the trace do not depend on the thread count.
+  auto run_batch = [&](std::vector<Candidate>& batch) {
+    const int nthreads = item_threads(threads, batch.size());
+    std::vector<SimWorkspace> ws;
+    for (int t = 0; t < nthreads; ++t) ws.push_back(sim.make_workspace());
+    parallel_items(0, batch.size(), nthreads, "anchor: a candidate failed", [&](int tid, std::size_t j) {
+      Candidate& k = batch[j];
+      const Plan& base = placements[k.pi].second;
+      Plan p;
+      p.device = base.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : base.device;
+      if (k.ranked) p.priority = ranks;
+      if (k.fused) apply_xla_fusion(g, p);
+      const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
+      policy::DecodeOptions dopt;
+      dopt.colocate = colocate;
+      dopt.ties = k.ties;
+      k.plan = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
+      k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
+    });
+    for (Candidate& k : batch) {
+      SimResult& r = k.result;
+      ++evaluated;
+      const bool valid = r.valid && std::isfinite(r.step_time);
+      if (trace) trace->add(valid, r.step_time);
+      const double key = valid ? r.step_time : memory_excess(r, c);
+      if (k.ties == orders[0]) tried.push_back({valid, key, k.pi, k.ranked, k.fused});
+      PlacementBest& pb = per_placement[k.pi][static_cast<std::size_t>(k.ties)];
+      if (valid && (!pb.set || r.step_time < pb.step_time))
+        pb = {true, r.step_time, policy::actions_from_plan(g, pg, k.plan, priority_levels)};
+      if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
+        best_valid = valid;
+        best_key = key;
+        best.placement = placements[k.pi].first;
+        best.ranked = k.ranked != 0;
+        best.fused = k.fused != 0;
+        best.ties = k.ties;
+        // a valid best is also the best of its placement and order, whose actions were just made
+        best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, k.plan, priority_levels);
+        best.plan = std::move(k.plan);
+        best.result = std::move(r);
+      }
+      k.plan = Plan();  // memory: only the best plan is kept
     }
   };
+  std::vector<Candidate> batch;
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     for (int ranked = 0; ranked < 2; ++ranked)
-      for (int fused = 0; fused < 2; ++fused) candidate(pi, ranked, fused, orders[0]);
+      for (int fused = 0; fused < 2; ++fused) batch.push_back({pi, ranked, fused, orders[0], {}, {}});
+  run_batch(batch);
   // Program order is the better tie order on most graphs (wide ones by far), first-ready on some
   // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms) and latest-first on others (RNNLM, Inception-v3,
   // WaveNet 4: 0.5-2.4%): the best few candidates are also tried in each other order asked for.
@@ -206,9 +236,11 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) {
     return a.valid != b.valid ? a.valid : a.key < b.key;
   });
+  batch.clear();
   for (std::size_t o = 1; o < orders.size(); ++o)
     for (std::size_t i = 0; i < std::min(kOtherTieTries, tried.size()); ++i)
-      candidate(tried[i].placement, tried[i].ranked, tried[i].fused, orders[o]);
+      batch.push_back({tried[i].placement, tried[i].ranked, tried[i].fused, orders[o], {}, {}});
+  run_batch(batch);
   best.candidates = evaluated;
   const auto order = static_cast<std::size_t>(best.ties);
   std::vector<std::size_t> others;
@@ -226,8 +258,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
 inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                          int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                          std::uint64_t seed = 0, BestTrace* trace = nullptr,
-                         const std::string& tie_orders = kAnchorTies) {
-  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders);
+                         const std::string& tie_orders = kAnchorTies, int threads = 0) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders, threads);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
   pg.ties = a.ties;
   return a;

@@ -88,6 +88,7 @@
 #include "go/policy/to_plan.hpp"
 #include "go/rl/config.hpp"
 #include "go/rl/distributed.hpp"
+#include "go/rl/parallel.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
@@ -201,30 +202,6 @@ inline void append_metrics_csv(const std::string& path, const UpdateStats& s) {
   GO_CHECK(f.good(), path, ": cannot open the metrics file for appending");
   f << metrics_csv_row(s) << "\n";
   GO_CHECK(f.good(), path, ": cannot write the metrics file");
-}
-
-// Runs fn(thread, j) for j in [begin, end) on `threads` threads (the calling one included), items
-// handed out in order; the first error of any thread is rethrown as "<what>: <message>".
-inline void parallel_items(std::size_t begin, std::size_t end, int threads, const char* what,
-                           const std::function<void(int, std::size_t)>& fn) {
-  std::atomic<std::size_t> next{begin};
-  std::vector<std::string> errors(static_cast<std::size_t>(std::max(1, threads)));
-  auto work = [&](int tid) {
-    try {
-      for (;;) {
-        const std::size_t j = next.fetch_add(1);
-        if (j >= end) break;
-        fn(tid, j);
-      }
-    } catch (const std::exception& e) {
-      errors[static_cast<std::size_t>(tid)] = e.what();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int tid = 1; tid < threads; ++tid) pool.emplace_back(work, tid);
-  work(0);
-  for (auto& th : pool) th.join();
-  for (const auto& e : errors) GO_CHECK(e.empty(), what, ": ", e);
 }
 
 class PpoTrainer {
@@ -402,7 +379,7 @@ class PpoTrainer {
   // METIS draws with the run's seed, so fine-tuning with seed s starts from best-heuristic's plan of s.
   void init_anchor(GraphTask& t) const {
     const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
-                                cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties);
+                                cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties, cfg_.threads);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
     for (std::size_t k = 0; k < a.alternatives.size() && static_cast<int>(k) < cfg_.alt_starts; ++k)
