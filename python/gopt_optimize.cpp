@@ -295,7 +295,8 @@ gopt place does (same options, same numbers for the same seed). seed: every rand
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
-time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s);
+time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;
+exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
 anchor_ties: best-heuristic, anneal-anchor and the go methods: the anchor's orders of one priority level's
 ops, from "program,first-ready,latest" ("": "program,first-ready"), as gopt place --anchor-ties.
 A plan that does not fit memory comes back with valid False.)doc");
