@@ -79,14 +79,14 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   auto b_at = [&](i64 p) { return trans_b ? b + p : b + p * ldb; };
   // With one chunk every tile goes straight into C; with several, chunk q's product goes into
   // partial[q] (m x n, dense), and C = alpha * (sum over q in order) + beta * C afterwards.
-  std::vector<float> partial(chunks > 1 ? static_cast<std::size_t>(chunks * m * n) : 0);
+  const bool direct = chunks == 1;
+  std::vector<float> partial(direct ? 0 : static_cast<std::size_t>(chunks * m * n));
   int failed = dnnl_success;  // a failing call's status (any one of them)
 #pragma omp parallel for schedule(static) collapse(2) if (chunks * tiles > 1)
   for (i64 q = 0; q < chunks; ++q)
     for (i64 t = 0; t < tiles; ++t) {
       const i64 i0 = t * s.mb, rows = std::min(s.mb, m - i0);
       const i64 p0 = q * s.kc, depth = std::min(s.kc, k - p0);
-      const bool direct = chunks == 1;
       const int st = sgemm_one_thread(trans_a, trans_b, rows, n, depth, direct ? alpha : 1.f, a_at(i0, p0), lda,
                                       b_at(p0), ldb, direct ? beta : 0.f,
                                       direct ? c + i0 * ldc : partial.data() + (q * m + i0) * n, direct ? ldc : n);
@@ -96,7 +96,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
       }
     }
   GO_CHECK(failed == dnnl_success, "oneDNN sgemm failed (status ", failed, ") for m=", m, " n=", n, " k=", k);
-  if (chunks == 1) return;
+  if (direct) return;
 #pragma omp parallel for schedule(static) if (m * n >= 4096)
   for (i64 i = 0; i < m; ++i)
     for (i64 j = 0; j < n; ++j) {

@@ -1,18 +1,15 @@
 // PpoTrainer's construction, zero-shot decisions, update and checkpoints (go/rl/ppo.hpp), compiled once
 // into libgo: with them the policy's passes, decoding, the anchor and the simulator they call.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>

@@ -124,16 +124,20 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // kept in this fixed order. A heuristic that throws go::Error (it cannot handle the graph) is
   // left out, except pipeline stages, whose error is the anchor's.
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
-  const bool multi = c.num_devices() > 1;
-  const std::vector<std::pair<std::string, std::function<Plan()>>> heuristics{
-      {"default", [&] { return default_plan(g); }},
-      {"human", [&] { return human_plan(g, c, {}, nullptr, &sim); }},
-      {"pipeline", [&] { return pipeline_plan(g, c, sim); }},
-      {"metis", [&] { return metis_plan(g, c, seed); }},
-      // Baechi's list schedulers: their placement only (priorities are the variants below)
-      {"m-etf", [&] { return m_etf_plan(g, c); }},
-      {"m-sct", [&] { return m_sct_plan(g, c); }},
-      {"heft", [&] { return heft_plan(g, c); }}};
+  std::vector<std::pair<std::string, std::function<Plan()>>> heuristics;
+  auto add = [&](const char* name, std::function<Plan()> make) {
+    if (wanted(name)) heuristics.emplace_back(name, std::move(make));
+  };
+  add("default", [&] { return default_plan(g); });
+  if (c.num_devices() > 1) {
+    add("human", [&] { return human_plan(g, c, {}, nullptr, &sim); });
+    add("pipeline", [&] { return pipeline_plan(g, c, sim); });
+    if (metis_available()) add("metis", [&] { return metis_plan(g, c, seed); });
+    // Baechi's list schedulers: their placement only (priorities are the variants below)
+    add("m-etf", [&] { return m_etf_plan(g, c); });
+    add("m-sct", [&] { return m_sct_plan(g, c); });
+    add("heft", [&] { return heft_plan(g, c); });
+  }
   std::vector<std::optional<Plan>> made(heuristics.size());
   std::vector<float> ranks;
   parallel_items(0, heuristics.size() + 1, item_threads(threads, heuristics.size() + 1), "anchor",
@@ -142,12 +146,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
                      ranks = upward_rank_levels(g, sim, priority_levels);
                      return;
                    }
-                   const std::string& name = heuristics[j].first;
-                   if (!wanted(name) || (name != "default" && !multi) || (name == "metis" && !metis_available())) return;
                    try {
                      made[j] = heuristics[j].second();
                    } catch (const Error&) {
-                     if (name == "pipeline") throw;
+                     if (heuristics[j].first == "pipeline") throw;
                    }
                  });
   std::vector<std::pair<std::string, Plan>> placements;
@@ -181,10 +183,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   };
   // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
   // batch's order, so the anchor and the trace do not depend on the thread count.
+  std::vector<SimWorkspace> ws;  // per thread, made once for both batches
   auto run_batch = [&](std::vector<Candidate>& batch) {
     const int nthreads = item_threads(threads, batch.size());
-    std::vector<SimWorkspace> ws;
-    for (int t = 0; t < nthreads; ++t) ws.push_back(sim.make_workspace());
+    while (ws.size() < static_cast<std::size_t>(nthreads)) ws.push_back(sim.make_workspace());
     parallel_items(0, batch.size(), nthreads, "anchor: a candidate failed", [&](int tid, std::size_t j) {
       Candidate& k = batch[j];
       const Plan& base = placements[k.pi].second;

@@ -41,8 +41,8 @@ inline void parallel_items(std::size_t begin, std::size_t end, int threads, cons
 
 // Threads for such a loop: `threads` when positive, else the hardware's, at most one per item.
 inline int item_threads(int threads, std::size_t items) {
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, std::min<int>(threads > 0 ? threads : hw, static_cast<int>(std::min<std::size_t>(items, 1 << 20))));
+  const std::size_t want = threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max<std::size_t>(1, std::min(want, items)));
 }
 
 }  // namespace go::rl

@@ -54,7 +54,6 @@
 // rank and R ranks thus differ only in the order in which floats are summed. Only rank 0 writes
 // checkpoints (save_checkpoint is a no-op elsewhere); on resume every rank loads the checkpoint.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -65,7 +64,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
