@@ -68,9 +68,10 @@ __device__ float block_reduce(float v, float* sh) {
 // accumulators (features f0, f0 + 32, ..., f0 = lane + 32 K c) in registers. Every lane loads the
 // same col_idx entry (one broadcast transaction). With K = 1 a row's edges are read once per 32
 // features; with K = reg_width(d) (d <= 256) once per edge, so each edge issues K independent
-// feature loads and mean backward reads each degree once per edge: on the H100 that took sum and
-// max forward and sum backward 1.1-1.4x faster than K = 1 (bench/README "CUDA backend"). Max
-// backward keeps K = 1 above d = 64, where 8 registers per lane were 1.22x slower. Every K gives
+// feature loads: on the H100 that took sum, mean and max forward and sum backward 1.1-1.2x faster
+// than K = 1 in the same run (bench/README "CUDA backend"). Max backward keeps K = 1 above d = 64,
+// where 8 registers per lane were 1.22x slower, and mean backward (each edge loads the source's
+// degree, then its row) keeps K = 1 at every d: K registers were 1-15% slower there. Every K gives
 // the same bits: the per-feature order of each sum is the edge order, as on the CPU.
 template <int K>
 __global__ void agg_sum_kernel(const i64* __restrict__ rp, const i32* __restrict__ ci, i64 rows,
@@ -413,7 +414,8 @@ void csr_aggregate_backward(Reduce reduce, const i64* row_ptr, const i64* t_row_
       break;
     case Reduce::mean:
       GO_CHECK(row_ptr, "go::cuda::csr_aggregate_backward: mean needs the forward row_ptr");
-      GO_AGG_LAUNCH(agg_sum_kernel, grid, d, t_row_ptr, t_col_idx, n_src, dout, d, dx, row_ptr, false);
+      // K = 1: see the kernels' comment
+      agg_sum_kernel<1><<<grid, kBlock>>>(t_row_ptr, t_col_idx, n_src, dout, d, dx, row_ptr, false);
       break;
     case Reduce::max:
       // With no destination rows there is no edge, and the argmax buffer may be empty (nullptr).
