@@ -473,6 +473,26 @@ TEST_CASE("decode: fusion groups are single-device and convex, colocation is res
                                                  a.priority.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(i)]]);
     const Plan plan = to_plan(d);
     CHECK(check_plan(g, plan, D) == "");
+    // Other priorities and ties over the same devices and fusion actions: taking d's placement and
+    // fusion gives what decoding them all again gives.
+    Actions other{a.device, Tensor::empty(Shape{300}, DType::i32), a.fuse};
+    for (int r = 0; r < 300; ++r) other.priority.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(4));
+    for (TieOrder ties : {TieOrder::program, TieOrder::first_ready, TieOrder::latest}) {
+      const DecodeOptions o{.ties = ties};
+      const Decision again = decode(g, pg, other, D, o);
+      const Decision taken = decode(g, pg, other, D, o, &d);
+      CHECK(taken.device == again.device);
+      CHECK(taken.priority == again.priority);
+      CHECK(taken.tie == again.tie);
+      CHECK(taken.fusion_group == again.fusion_group);
+      CHECK(taken.num_groups == again.num_groups);
+    }
+    if (D > 1) {  // device actions that differ from the decision whose placement is taken
+      Actions moved{a.device.clone(), a.priority, a.fuse};
+      std::int32_t& dev = moved.device.data<std::int32_t>()[0];
+      dev = (dev + 1) % D;
+      CHECK_THROWS_WITH(decode(g, pg, moved, D, {.colocate = false}, &d), Catch::Contains("differs from the decision"));
+    }
   }
   // A tight search budget only refuses more merges.
   const OpGraph g = random_op_graph(200, 77, 4);

@@ -99,8 +99,13 @@ inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const 
   return a;
 }
 
+// `same_placement` (optional): a decision of actions with the same device and fusion actions,
+// decoded with the same num_devices and options but perhaps other ties: its devices and fusion
+// groups (rules 1 and 3, the costly part) are taken, and only the priorities and ties are decoded.
+// The anchor decodes each heuristic placement with and without rank priorities and in several tie
+// orders. The device actions are checked against it where no colocation moved an op.
 inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a, int num_devices,
-                       const DecodeOptions& opt = {}) {
+                       const DecodeOptions& opt = {}, const Decision* same_placement = nullptr) {
   const std::int32_t n = g.num_ops();
   GO_CHECK(pg.num_nodes == n, g.where(), "decode: the policy graph has ", pg.num_nodes, " rows but the graph has ", n,
            " ops");
@@ -138,6 +143,22 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     GO_CHECK(ap[r] >= 0, "decode: negative priority action ", ap[r], " of ", g.label(i));
     d.device[static_cast<std::size_t>(i)] = ad[r];
     d.priority[static_cast<std::size_t>(i)] = ap[r];
+  }
+  if (same_placement) {
+    const Decision& s = *same_placement;
+    GO_CHECK(s.num_devices == num_devices && s.device.size() == N && s.fusion_group.size() == N,
+             "decode: the decision to take the placement from is for ", s.device.size(), " ops on ", s.num_devices,
+             " devices, not ", n, " on ", num_devices);
+    for (std::size_t i = 0; i < N; ++i)
+      GO_CHECK(s.device[i] == d.device[i] || (opt.colocate && g.op(static_cast<OpId>(i)).colocation >= 0),
+               "decode: device action ", d.device[i], " of ", g.label(static_cast<OpId>(i)),
+               " differs from the decision whose placement is taken (", s.device[i], ")");
+    const std::vector<float> tie = std::move(d.tie);
+    const std::vector<std::int32_t> priority = std::move(d.priority);
+    d = s;
+    d.tie = tie;
+    d.priority = priority;
+    return d;
   }
   const auto topo = g.topo_order();
   if (opt.colocate) {

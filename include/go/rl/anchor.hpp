@@ -181,25 +181,57 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     Plan plan;  // decoded
     SimResult result;
   };
+  // Decoding a placement's fusion is most of a candidate's cost on large graphs (the XLA-like
+  // heuristic, then decode() rebuilding its groups from the actions), and neither depends on the
+  // priorities or the tie order: each placement is fused and decoded once, in its first candidate
+  // (`placed`, per placement and fusion), and the other candidates take its devices and groups.
+  struct Placed {
+    policy::Decision decision;
+    Tensor fuse;  // its fusion actions
+  };
+  std::vector<std::array<std::optional<Placed>, 2>> placed(placements.size());
+  policy::DecodeOptions dopt;
+  dopt.colocate = colocate;
+  auto decode_candidate = [&](Candidate& k) {
+    std::optional<Placed>& base = placed[k.pi][static_cast<std::size_t>(k.fused)];
+    Plan p;
+    const Plan& heuristic = placements[k.pi].second;
+    p.device = heuristic.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : heuristic.device;
+    if (k.fused && !base) apply_xla_fusion(g, p);
+    if (k.ranked) p.priority = ranks;
+    policy::Actions a = policy::actions_from_plan(g, pg, p, priority_levels);
+    policy::DecodeOptions o = dopt;
+    o.ties = k.ties;
+    if (base) {
+      a.fuse = base->fuse;
+      k.plan = policy::to_plan(policy::decode(g, pg, a, c.num_devices(), o, &base->decision));
+      return;
+    }
+    base = Placed{policy::decode(g, pg, a, c.num_devices(), o), a.fuse};
+    k.plan = policy::to_plan(base->decision);
+  };
   // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
-  // batch's order, so the anchor and the trace do not depend on the thread count.
+  // batch's order, so the anchor and the trace do not depend on the thread count. Candidates of one
+  // placement and fusion are one item (the first decodes what the others take).
   std::vector<SimWorkspace> ws;  // per thread, made once for both batches
   auto run_batch = [&](std::vector<Candidate>& batch) {
-    const int nthreads = item_threads(threads, batch.size());
+    std::vector<std::vector<std::size_t>> items;
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      auto same = [&](const std::vector<std::size_t>& it) {
+        return batch[it[0]].pi == batch[j].pi && batch[it[0]].fused == batch[j].fused;
+      };
+      auto it = std::find_if(items.begin(), items.end(), same);
+      if (it == items.end()) items.push_back({j});
+      else it->push_back(j);
+    }
+    const int nthreads = item_threads(threads, items.size());
     while (ws.size() < static_cast<std::size_t>(nthreads)) ws.push_back(sim.make_workspace());
-    parallel_items(0, batch.size(), nthreads, "anchor: a candidate failed", [&](int tid, std::size_t j) {
-      Candidate& k = batch[j];
-      const Plan& base = placements[k.pi].second;
-      Plan p;
-      p.device = base.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : base.device;
-      if (k.ranked) p.priority = ranks;
-      if (k.fused) apply_xla_fusion(g, p);
-      const policy::Actions a0 = policy::actions_from_plan(g, pg, p, priority_levels);
-      policy::DecodeOptions dopt;
-      dopt.colocate = colocate;
-      dopt.ties = k.ties;
-      k.plan = policy::to_plan(policy::decode(g, pg, a0, c.num_devices(), dopt));
-      k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
+    parallel_items(0, items.size(), nthreads, "anchor: a candidate failed", [&](int tid, std::size_t i) {
+      for (std::size_t j : items[i]) {
+        Candidate& k = batch[j];
+        decode_candidate(k);
+        k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
+      }
     });
     for (Candidate& k : batch) {
       SimResult& r = k.result;
