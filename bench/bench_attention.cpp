@@ -25,10 +25,13 @@
 #include "go/core/tensor.hpp"
 #include "go/kernels/attention.hpp"
 #include "go/kernels/gemm.hpp"
+#include "attention_pairs.hpp"
 
 namespace {
 
 using go::kernels::SegAttention;
+using go::bench::count_pairs;
+using go::bench::Pairs;
 
 // head_dim 0: 32, or 64 from hidden 256 on.
 SegAttention make_params(std::int64_t n, std::int64_t hidden, bool causal, std::int64_t head_dim) {
@@ -40,23 +43,6 @@ SegAttention make_params(std::int64_t n, std::int64_t hidden, bool causal, std::
   p.mem_len = 128;
   p.causal = causal;
   return p;
-}
-
-struct Pairs {
-  double all = 0, own = 0;  // visible (query, key) pairs per head; those with the key in the query's segment
-};
-
-Pairs count_pairs(const SegAttention& p) {
-  Pairs c;
-  for (std::int64_t b = 0; b < p.n; b += p.seg_len) {
-    const std::int64_t e = std::min(p.n, b + p.seg_len), kb = std::max<std::int64_t>(0, b - p.mem_len);
-    for (std::int64_t i = b; i < e; ++i) {
-      const std::int64_t hi = p.causal ? i + 1 : e;
-      c.all += static_cast<double>(hi - kb);
-      c.own += static_cast<double>(hi - b);
-    }
-  }
-  return c;
 }
 
 struct Inputs {

@@ -12,6 +12,11 @@
 //   GFLOP/s  one add per edge per feature (nnz * d) for aggregation; 2 m n k for GEMM.
 // BM_cuda_copy/<MiB>: cudaMemcpy device to device, GB/s counting bytes read and written: the
 // bandwidth anchor the aggregation is measured against in the same run.
+// Segment attention, arguments n/heads/head_dim/causal, seg_len = mem_len = 128: GFLOP/s of the
+// visible (query, key) pairs only, as bench_attention counts them (attention_pairs.hpp):
+// forward 4 d P, backward 2 d (3 P + 2 P_own). Its anchor, BM_cublas_scores: the forward's first
+// product for every query at once, [n heads x d] . [d x 256] (each query against 256 keys), as one
+// cuBLAS GEMM, which writes the scores out where the fused kernel keeps them in registers.
 // Without a CUDA device (or without the CUDA backend) every benchmark reports
 // "no CUDA device: <why>" through SkipWithError.
 #include <benchmark/benchmark.h>
@@ -28,6 +33,7 @@
 #include "go/cuda/device.hpp"
 #include "go/cuda/kernels.hpp"
 #include "go/cuda/tensor.hpp"
+#include "attention_pairs.hpp"
 
 namespace {
 
@@ -133,6 +139,71 @@ void BM_cublas_gemm(benchmark::State& state) {
   set_rates(state, 4.0 * static_cast<double>(m * k + k * n + m * n), 2.0 * static_cast<double>(m) * n * k);
 }
 
+go::kernels::SegAttention attention_params(benchmark::State& state) {
+  go::kernels::SegAttention p;
+  p.n = state.range(0);
+  p.heads = static_cast<std::int32_t>(state.range(1));
+  p.head_dim = static_cast<std::int32_t>(state.range(2));
+  p.causal = state.range(3) != 0;
+  p.seg_len = 128;
+  p.mem_len = 128;
+  return p;
+}
+
+void BM_cuda_attention(benchmark::State& state, bool backward) {
+  if (skip_without_device(state)) return;
+  const go::kernels::SegAttention p = attention_params(state);
+  const go::Shape rows{p.n, static_cast<i64>(p.heads) * p.head_dim};
+  go::Rng rng(7);
+  const auto q = go::cuda::to_device(go::Tensor::uniform(rows, rng, -1.f, 1.f));
+  const auto k = go::cuda::to_device(go::Tensor::uniform(rows, rng, -1.f, 1.f));
+  const auto v = go::cuda::to_device(go::Tensor::uniform(rows, rng, -1.f, 1.f));
+  const auto dout = go::cuda::to_device(go::Tensor::uniform(rows, rng, -1.f, 1.f));
+  auto out = go::cuda::device_empty(rows), lse = go::cuda::device_empty(go::Shape{p.heads, p.n});
+  auto dq = go::cuda::device_empty(rows), dk = go::cuda::device_empty(rows), dv = go::cuda::device_empty(rows);
+  auto run = [&] {
+    if (!backward) {
+      go::cuda::seg_attention_forward(p, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                                      lse.data<float>());
+    } else {
+      go::cuda::seg_attention_backward(p, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                                       lse.data<float>(), dout.data<float>(), dq.data<float>(), dk.data<float>(),
+                                       dv.data<float>());
+    }
+  };
+  go::cuda::seg_attention_forward(p, q.data<float>(), k.data<float>(), v.data<float>(), out.data<float>(),
+                                  lse.data<float>());
+  run();  // warm-up (the backward's scratch)
+  go::cuda::synchronize();
+  for (auto _ : state) {
+    run();
+    go::cuda::synchronize();
+  }
+  const go::bench::Pairs c = go::bench::count_pairs(p);
+  const double d = p.head_dim * static_cast<double>(p.heads);
+  set_rates(state, 0.0, backward ? 2.0 * d * (3 * c.all + 2 * c.own) : 4.0 * d * c.all);
+}
+void BM_cuda_attention_forward(benchmark::State& state) { BM_cuda_attention(state, false); }
+void BM_cuda_attention_backward(benchmark::State& state) { BM_cuda_attention(state, true); }
+
+// The attention's anchor: S = Q K^T for all n * heads queries against 256 keys, one cuBLAS GEMM.
+void BM_cublas_scores(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const go::kernels::SegAttention p = attention_params(state);
+  const i64 m = p.n * p.heads, n = 256, kd = p.head_dim;
+  go::Rng rng(2);
+  const auto a = go::cuda::to_device(go::Tensor::uniform(go::Shape{m, kd}, rng, -1.f, 1.f));
+  const auto b = go::cuda::to_device(go::Tensor::uniform(go::Shape{n, kd}, rng, -1.f, 1.f));
+  auto c = go::cuda::device_empty(go::Shape{m, n});
+  go::cuda::gemm(false, true, m, n, kd, 1.f, a.data<float>(), kd, b.data<float>(), kd, 0.f, c.data<float>(), n);
+  go::cuda::synchronize();
+  for (auto _ : state) {
+    go::cuda::gemm(false, true, m, n, kd, 1.f, a.data<float>(), kd, b.data<float>(), kd, 0.f, c.data<float>(), n);
+    go::cuda::synchronize();
+  }
+  set_rates(state, 4.0 * static_cast<double>(m * kd + n * kd + m * n), 2.0 * static_cast<double>(m) * n * kd);
+}
+
 // The anchor for the memory-bound kernels: a device-to-device copy (bytes read + written), the
 // device's own bandwidth in this run.
 void BM_cuda_copy(benchmark::State& state) {
@@ -165,6 +236,12 @@ BENCHMARK(BM_cuda_aggregate<Reduce::mean, true>)->Apply(agg_args);
 BENCHMARK(BM_cuda_aggregate<Reduce::max, true>)->Apply(agg_args);
 BENCHMARK(BM_cusparse_spmm)->Apply(agg_args);
 BENCHMARK(BM_cuda_copy)->Arg(64)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
+// The shipped policy's shape (80,000 rows, 4 heads of 16, causal) and a wider one.
+#define GO_ATTENTION_ARGS ->Args({80000, 4, 16, 1})->Args({16384, 4, 64, 0})->UseRealTime()->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_cuda_attention_forward) GO_ATTENTION_ARGS;
+BENCHMARK(BM_cuda_attention_backward) GO_ATTENTION_ARGS;
+BENCHMARK(BM_cublas_scores) GO_ATTENTION_ARGS;
+#undef GO_ATTENTION_ARGS
 BENCHMARK(BM_cublas_gemm)
     ->Args({256, 256, 256})
     ->Args({1024, 1024, 1024})

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "check.cuh"
+#include "warp.cuh"
 #include "go/core/error.hpp"
 #include "go/cuda/device.hpp"
 #include "go/cuda/kernels.hpp"
@@ -25,26 +26,8 @@ using i32 = std::int32_t;
 using i64 = std::int64_t;
 using kernels::Reduce;
 using kernels::Unary;
+using namespace detail;  // warp.cuh
 
-constexpr int kWarp = 32;
-constexpr int kBlock = 256;                    // threads per block everywhere
-constexpr int kWarpsPerBlock = kBlock / kWarp;
-constexpr i64 kMaxGrid = 65535LL * 32;         // grid-stride loops cover the rest
-
-unsigned grid_for(i64 work, i64 per_block) {
-  const i64 g = (work + per_block - 1) / per_block;
-  return static_cast<unsigned>(g < 1 ? 1 : (g > kMaxGrid ? kMaxGrid : g));
-}
-
-// ---- reductions ----------------------------------------------------------------------
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 // Sum (or max) over the block's kBlock threads; every thread gets the result. sh: kWarp floats.
 template <bool Max>
 __device__ float block_reduce(float v, float* sh) {

@@ -508,6 +508,19 @@ inline float* scratch(std::size_t floats) {
   return s.get(floats);
 }
 
+}  // namespace
+
+float seg_attention_scale(const SegAttention& p) {
+  GO_CHECK(p.n >= 0, "seg_attention: n = ", p.n, " must be >= 0");
+  GO_CHECK(p.heads >= 1, "seg_attention: heads = ", p.heads, " must be >= 1");
+  GO_CHECK(p.head_dim >= 1, "seg_attention: head_dim = ", p.head_dim, " must be >= 1");
+  GO_CHECK(p.seg_len >= 1, "seg_attention: seg_len = ", p.seg_len, " must be >= 1");
+  GO_CHECK(p.mem_len >= 0, "seg_attention: mem_len = ", p.mem_len, " must be >= 0");
+  return p.scale != 0.f ? p.scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+}
+
+namespace {
+
 struct Geometry {
   std::int64_t n, seg, mem, ld;
   int heads, d, dp;  // dp: head_dim rounded up to whole vectors
@@ -517,11 +530,7 @@ struct Geometry {
 };
 
 Geometry geometry(const SegAttention& p) {
-  GO_CHECK(p.n >= 0, "seg_attention: n = ", p.n, " must be >= 0");
-  GO_CHECK(p.heads >= 1, "seg_attention: heads = ", p.heads, " must be >= 1");
-  GO_CHECK(p.head_dim >= 1, "seg_attention: head_dim = ", p.head_dim, " must be >= 1");
-  GO_CHECK(p.seg_len >= 1, "seg_attention: seg_len = ", p.seg_len, " must be >= 1");
-  GO_CHECK(p.mem_len >= 0, "seg_attention: mem_len = ", p.mem_len, " must be >= 0");
+  const float scale = seg_attention_scale(p);
   Geometry g;
   g.n = p.n;
   g.seg = p.seg_len;
@@ -531,7 +540,7 @@ Geometry geometry(const SegAttention& p) {
   g.dp = (p.head_dim + kW - 1) / kW * kW;
   g.ld = static_cast<std::int64_t>(p.heads) * p.head_dim;
   g.causal = p.causal;
-  g.scale = p.scale != 0.f ? p.scale : 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  g.scale = scale;
   return g;
 }
 

@@ -59,6 +59,13 @@ void softmax_backward(const float*, const float*, float*, std::int64_t, std::int
 void adam_step(float*, const float*, float*, float*, std::int64_t, float, float, float, float, float, float, float) {
   no_cuda("adam_step");
 }
+void seg_attention_forward(const kernels::SegAttention&, const float*, const float*, const float*, float*, float*) {
+  no_cuda("seg_attention_forward");
+}
+void seg_attention_backward(const kernels::SegAttention&, const float*, const float*, const float*, const float*,
+                            const float*, const float*, float*, float*, float*) {
+  no_cuda("seg_attention_backward");
+}
 
 struct CsrSpmm::Impl {};
 CsrSpmm::CsrSpmm(const std::int32_t*, const std::int32_t*, const float*, std::int64_t, std::int64_t, std::int64_t,

@@ -15,6 +15,8 @@
 //     on the CPU); dgamma / dbeta sum over rows: atol 1e-4.
 //   GEMM: rtol 1e-4, atol 1e-5 * k (cuBLAS in FP32 pedantic mode, no TF32; different
 //     summation order).
+//   segment attention: out and lse rtol 1e-4, atol 1e-5; dq, dk, dv rtol 1e-3, atol 1e-4 (sums
+//     over up to seg + mem keys in another order; CUDA's expf against the CPU's exp2 polynomial).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -29,6 +31,7 @@
 #include "go/cuda/kernels.hpp"
 #include "go/cuda/tensor.hpp"
 #include "go/kernels/aggregate.hpp"
+#include "go/kernels/attention.hpp"
 #include "go/kernels/gemm.hpp"
 #include "go/kernels/rowwise.hpp"
 #include "harness.hpp"
@@ -337,6 +340,72 @@ TEST_CASE("cuda: softmax and log-softmax forward and backward match the CPU", "[
       require_close(to_host(d_dx), dx, 1e-4, 1e-5, what + " backward");
     }
   }
+}
+
+TEST_CASE("cuda: segment-recurrent attention forward and backward match the CPU", "[cuda]") {
+  GO_CUDA_OR_SKIP();
+  Rng rng(21);
+  struct Case {
+    std::int64_t n;
+    std::int32_t heads, head_dim;
+    std::int64_t seg, mem;
+    float scale;
+  };
+  // Empty, one row, segments of one row, memory longer than a segment, ragged last segment,
+  // head dims between the register widths (5, 24, 33, 100) and the shipped policy's (4 x 16).
+  for (const Case c : {Case{0, 2, 8, 4, 4, 0.f}, Case{1, 1, 16, 8, 8, 0.f}, Case{37, 2, 5, 1, 3, 0.f},
+                       Case{100, 3, 24, 16, 40, 0.5f}, Case{300, 4, 16, 128, 128, 0.f}, Case{130, 1, 33, 50, 0, 0.f},
+                       Case{90, 2, 64, 32, 32, 0.f}, Case{70, 1, 100, 20, 10, 0.f}}) {
+    for (const bool causal : {false, true}) {
+      const std::string what = "attention n " + std::to_string(c.n) + " heads " + std::to_string(c.heads) + " dim " +
+                               std::to_string(c.head_dim) + " seg " + std::to_string(c.seg) + " mem " +
+                               std::to_string(c.mem) + (causal ? " causal" : "");
+      go::kernels::SegAttention p;
+      p.n = c.n;
+      p.heads = c.heads;
+      p.head_dim = c.head_dim;
+      p.seg_len = c.seg;
+      p.mem_len = c.mem;
+      p.causal = causal;
+      p.scale = c.scale;
+      const Shape rows{c.n, static_cast<std::int64_t>(c.heads) * c.head_dim}, stats{c.heads, c.n};
+      const Tensor q = random_tensor(rows, rng, -2.f, 2.f), k = random_tensor(rows, rng, -2.f, 2.f),
+                   v = random_tensor(rows, rng), dout = random_tensor(rows, rng);
+      Tensor out = Tensor::zeros(rows), lse = Tensor::zeros(stats);
+      go::kernels::seg_attention_forward(p, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32());
+      const DeviceTensor d_q = to_device(q), d_k = to_device(k), d_v = to_device(v), d_dout = to_device(dout);
+      DeviceTensor d_out = go::cuda::device_empty(rows), d_lse = go::cuda::device_empty(stats);
+      go::cuda::seg_attention_forward(p, d_q.data<float>(), d_k.data<float>(), d_v.data<float>(), d_out.data<float>(),
+                                      d_lse.data<float>());
+      go::cuda::synchronize();
+      require_close(to_host(d_out), out, 1e-4, 1e-5, what + " out");
+      require_close(to_host(d_lse), lse, 1e-4, 1e-5, what + " lse");
+
+      // Backward from the CPU's out and lse.
+      Tensor dq = Tensor::zeros(rows), dk = Tensor::zeros(rows), dv = Tensor::zeros(rows);
+      go::kernels::seg_attention_backward(p, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), dout.f32(), dq.f32(),
+                                          dk.f32(), dv.f32());
+      const DeviceTensor d_outc = to_device(out), d_lsec = to_device(lse);
+      DeviceTensor d_dq = go::cuda::device_empty(rows), d_dk = go::cuda::device_empty(rows),
+                   d_dv = go::cuda::device_empty(rows);
+      go::cuda::seg_attention_backward(p, d_q.data<float>(), d_k.data<float>(), d_v.data<float>(), d_outc.data<float>(),
+                                       d_lsec.data<float>(), d_dout.data<float>(), d_dq.data<float>(),
+                                       d_dk.data<float>(), d_dv.data<float>());
+      go::cuda::synchronize();
+      require_close(to_host(d_dq), dq, 1e-3, 1e-4, what + " dq");
+      require_close(to_host(d_dk), dk, 1e-3, 1e-4, what + " dk");
+      require_close(to_host(d_dv), dv, 1e-3, 1e-4, what + " dv");
+    }
+  }
+  go::kernels::SegAttention wide;
+  wide.n = 4;
+  wide.head_dim = 300;
+  CHECK_THROWS_WITH(go::cuda::seg_attention_forward(wide, nullptr, nullptr, nullptr, nullptr, nullptr),
+                    Catch::Contains("head_dim = 300 must be <= 256"));
+  wide.head_dim = 16;
+  wide.seg_len = 0;
+  CHECK_THROWS_WITH(go::cuda::seg_attention_forward(wide, nullptr, nullptr, nullptr, nullptr, nullptr),
+                    Catch::Contains("seg_len = 0 must be >= 1"));
 }
 
 TEST_CASE("cuda: Adam steps match the CPU", "[cuda]") {

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "go/kernels/aggregate.hpp"
+#include "go/kernels/attention.hpp"
 #include "go/kernels/math.hpp"
 
 namespace go::cuda {
@@ -53,6 +54,17 @@ void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t r
 
 void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t n, float lr, float beta1,
                float beta2, float eps, float weight_decay, float bc1, float bc2);
+
+// ---- segment-recurrent attention (go/kernels/attention.hpp) ----------------------------
+// The CPU kernel's windows, causal mask, scale, lse layout ([heads, n], natural log) and
+// gradient rule (cached rows are constants); head_dim <= 256. One warp per (row, head), the
+// softmax online over blocks of 32 keys; the backward recomputes the probabilities from lse and
+// writes dk / dv per key row (no atomics: the same bits on every run). Exponentials are CUDA's
+// expf, the CPU's a base-2 polynomial: results agree to float rounding, not bit for bit.
+void seg_attention_forward(const kernels::SegAttention& p, const float* q, const float* k, const float* v, float* out,
+                           float* lse);
+void seg_attention_backward(const kernels::SegAttention& p, const float* q, const float* k, const float* v,
+                            const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv);
 
 // ---- reference: cuSPARSE SpMM on the same CSR (benchmarks, tests) --------------------
 // out[n_dst x d] = A * x[n_src x d] (row-major), A the n_dst x n_src CSR matrix with values

@@ -31,6 +31,10 @@ struct SegAttention {
   float scale = 0.f;          // applied to q.k; 0 means 1 / sqrt(head_dim)
 };
 
+// Checks p as both passes do (go::Error for n < 0, heads < 1, head_dim < 1, seg_len < 1 or
+// mem_len < 0) and returns the scale they apply. The CUDA kernels (go/cuda/kernels.hpp) share it.
+float seg_attention_scale(const SegAttention& p);
+
 // out: [n, heads * head_dim]; lse: [heads, n], the natural log-sum-exp of each
 // query's scaled scores (lse[h * n + i]), saved for the backward pass.
 // Throws go::Error for n < 0, heads < 1, head_dim < 1, seg_len < 1 or mem_len < 0.
