@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "go/baselines/fusion.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
@@ -506,6 +507,46 @@ TEST_CASE("decode: fusion groups are single-device and convex, colocation is res
   require_valid(g, tight);
   CHECK(tight.fused <= full.fused);
   CHECK(check_plan(g, to_plan(full), 2) == "");
+}
+
+// The anchor's fused candidates (go/rl/anchor.hpp) are decoded from "fuse into producers" on every
+// op: on graphs without ops whose inputs are all control edges, those are the XLA-like heuristic's
+// groups, and a plan decoded so is expressed by its own actions.
+TEST_CASE("decode: fusing every op builds the XLA-like heuristic's groups, which decode back to themselves",
+          "[policy]") {
+  auto groups = [](std::vector<std::int32_t> f, std::int32_t n) {  // no groups: an empty plan.fusion
+    if (f.empty()) f.assign(static_cast<std::size_t>(n), -1);
+    return f;
+  };
+  auto check = [&](const OpGraph& g, int D, std::uint64_t seed) {
+    const PolicyGraph pg = PolicyGraph::from_graph(g);
+    const std::int32_t n = g.num_ops();
+    Rng rng(seed);
+    Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
+    for (std::int32_t r = 0; r < n; ++r) {
+      // runs of ops on one device, so that groups form
+      a.device.data<std::int32_t>()[r] = static_cast<std::int32_t>((r / 40 + rng.uniform_int(2)) % static_cast<std::uint64_t>(D));
+      a.fuse.data<std::int32_t>()[r] = 1;
+    }
+    const Decision d = decode(g, pg, a, D);
+    require_valid(g, d);
+    CHECK(d.num_groups > 0);
+    Plan xla;
+    xla.device = d.device;  // after colocation
+    apply_xla_fusion(g, xla);
+    CHECK(groups(xla.fusion, n) == d.fusion_group);
+    const Decision back = decode(g, pg, actions_from_plan(g, pg, to_plan(d), 4), D);
+    CHECK(back.device == d.device);
+    CHECK(back.fusion_group == d.fusion_group);
+  };
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    INFO("random graph, seed " << seed);
+    check(random_op_graph(300, seed, 5), 1 + static_cast<int>(seed % 3), seed);
+  }
+  for (const char* spec : {"zoo:rnnlm2", "zoo:wavenet2", "zoo:inception_v3"}) {
+    INFO(spec);
+    check(make_training_graph(load_graph(spec)), 2, 3);
+  }
 }
 
 TEST_CASE("decode: ops of one priority level run in program order, not first-ready order", "[policy]") {

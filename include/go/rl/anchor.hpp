@@ -18,7 +18,8 @@
 //   priority    none (level 0 everywhere = first ready first run) or upward-rank levels: rank(v) =
 //               cost(v) + max over successors of rank, quantized into the policy's levels, so ops
 //               on the critical path run first (HEFT's order)
-//   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp)
+//   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp), as
+//               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
 // least memory excess.
 #include <algorithm>
@@ -33,7 +34,6 @@
 #include <vector>
 
 #include "go/baselines/best_trace.hpp"
-#include "go/baselines/fusion.hpp"
 #include "go/baselines/human.hpp"
 #include "go/baselines/list_scheduling.hpp"
 #include "go/baselines/metis.hpp"
@@ -181,34 +181,33 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     Plan plan;  // decoded
     SimResult result;
   };
-  // Decoding a placement's fusion is most of a candidate's cost on large graphs (the XLA-like
-  // heuristic, then decode() rebuilding its groups from the actions), and neither depends on the
-  // priorities or the tie order: each placement is fused and decoded once, in its first candidate
-  // (`placed`, per placement and fusion), and the other candidates take its devices and groups.
-  struct Placed {
-    policy::Decision decision;
-    Tensor fuse;  // its fusion actions
-  };
-  std::vector<std::array<std::optional<Placed>, 2>> placed(placements.size());
+  // A fused candidate is decoded from "fuse into producers" on every op: decode() then merges each
+  // op with its producers in the XLA-like heuristic's order, so its groups are that heuristic's
+  // (go/baselines/fusion.hpp; the two differ only at an op whose inputs are all control edges,
+  // which decode tries to fuse with its first predecessor; no zoo or data/models graph has one),
+  // and its actions decode back to it. Decoding the fusion is most of a candidate's cost on large
+  // graphs, and neither the devices nor the groups depend on the priorities or the tie order: each
+  // placement is decoded once, by its first candidate (`placed`, per placement and fusion), and
+  // the others take its devices and groups.
+  std::vector<std::array<std::optional<policy::Decision>, 2>> placed(placements.size());
   policy::DecodeOptions dopt;
   dopt.colocate = colocate;
   auto decode_candidate = [&](Candidate& k) {
-    std::optional<Placed>& base = placed[k.pi][static_cast<std::size_t>(k.fused)];
+    std::optional<policy::Decision>& base = placed[k.pi][static_cast<std::size_t>(k.fused)];
     Plan p;
     const Plan& heuristic = placements[k.pi].second;
     p.device = heuristic.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : heuristic.device;
-    if (k.fused && !base) apply_xla_fusion(g, p);
     if (k.ranked) p.priority = ranks;
     policy::Actions a = policy::actions_from_plan(g, pg, p, priority_levels);
+    if (k.fused) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
     policy::DecodeOptions o = dopt;
     o.ties = k.ties;
     if (base) {
-      a.fuse = base->fuse;
-      k.plan = policy::to_plan(policy::decode(g, pg, a, c.num_devices(), o, &base->decision));
+      k.plan = policy::to_plan(policy::decode(g, pg, a, c.num_devices(), o, &*base));
       return;
     }
-    base = Placed{policy::decode(g, pg, a, c.num_devices(), o), a.fuse};
-    k.plan = policy::to_plan(base->decision);
+    base = policy::decode(g, pg, a, c.num_devices(), o);
+    k.plan = policy::to_plan(*base);
   };
   // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
   // batch's order, so the anchor and the trace do not depend on the thread count. Candidates of one
