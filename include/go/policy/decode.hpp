@@ -153,12 +153,10 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       GO_CHECK(s.device[i] == d.device[i] || (opt.colocate && g.op(static_cast<OpId>(i)).colocation >= 0),
                "decode: device action ", d.device[i], " of ", g.label(static_cast<OpId>(i)),
                " differs from the decision whose placement is taken (", s.device[i], ")");
-    const std::vector<float> tie = std::move(d.tie);
-    const std::vector<std::int32_t> priority = std::move(d.priority);
-    d = s;
-    d.tie = tie;
-    d.priority = priority;
-    return d;
+    Decision taken = s;
+    taken.tie = std::move(d.tie);
+    taken.priority = std::move(d.priority);
+    return taken;
   }
   const auto topo = g.topo_order();
   if (opt.colocate) {
