@@ -58,8 +58,9 @@ void adam_step(float* param, const float* grad, float* m, float* v, std::int64_t
 // ---- segment-recurrent attention (go/kernels/attention.hpp) ----------------------------
 // The CPU kernel's windows, causal mask, scale, lse layout ([heads, n], natural log) and
 // gradient rule (cached rows are constants); head_dim <= 256. One warp per (row, head), the
-// softmax online over blocks of 32 keys; the backward recomputes the probabilities from lse and
-// writes dk / dv per key row (no atomics: the same bits on every run). Exponentials are CUDA's
+// softmax online over tiles of 32 keys that a block's 8 rows share in shared memory; the backward
+// recomputes the probabilities from lse and writes dk / dv per key row (no atomics: the same bits
+// on every run). Exponentials are CUDA's
 // expf, the CPU's a base-2 polynomial: results agree to float rounding, not bit for bit.
 void seg_attention_forward(const kernels::SegAttention& p, const float* q, const float* k, const float* v, float* out,
                            float* lse);
