@@ -2,6 +2,7 @@
 // gradients, segment-length invariance with a full memory, save/load), decoding into
 // valid plans.
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -329,6 +330,96 @@ TEST_CASE("GoPolicy: one shared pass gives every sample's outputs, losses and gr
     for (std::int64_t j = 0; j < single.numel(); ++j) norm += static_cast<double>(single.f32()[j]) * single.f32()[j];
   }
   CHECK(norm > 1e-6);
+}
+
+TEST_CASE("GoPolicy: backward through the sampling pass gives backward_many's gradients bit for bit", "[policy]") {
+  const OpGraph g = random_op_graph(90, 21);
+  PolicyGraph pg = PolicyGraph::from_graph(g);
+  const bool anchored = GENERATE(false, true);
+  INFO("anchored " << anchored);
+  PolicyConfig cfg = small_config();
+  cfg.chain = "hidden";
+  cfg.anchor = anchored;
+  if (anchored) {
+    Tensor dev = Tensor::zeros(Shape{pg.num_nodes}, DType::i32), pri = dev.clone(), fuse = dev.clone();
+    for (std::int64_t r = 0; r < pg.num_nodes; ++r) {
+      dev.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 3);
+      pri.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 2);
+    }
+    pg.set_anchor(dev, pri, fuse);
+  }
+  GoPolicy net(cfg);
+  for (auto& [name, p] : net.named_parameters()) {  // away from the near-uniform initial heads
+    Rng r(std::hash<std::string>{}(name) + 1);
+    float* x = p.value().f32();
+    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
+  }
+  const int K = 4, D = 3;
+  std::vector<Rng> rngs;
+  for (int k = 0; k < K; ++k) rngs.push_back(Rng(11).fork(static_cast<std::uint64_t>(k)));
+  // the pass PPO samples from, recorded with gradients
+  std::vector<PolicyOutput> drawn = net.forward_many(pg, D, Decode::sample, K, nullptr, &rngs);
+  std::vector<Actions> given;
+  for (const auto& o : drawn) given.push_back(o.actions);
+  std::reverse(given.begin(), given.end());  // not in the order drawn: any decisions may be given
+  auto loss_of = [&](std::size_t k, const PolicyOutput& o) {
+    const float A = 0.7f - 0.4f * static_cast<float>(k);
+    Variable ratio = exp(o.log_prob - Variable(drawn[K - 1 - k].log_prob.value()));
+    return (-mean(minimum(ratio * A, clamp(ratio, 0.8f, 1.2f) * A)) - o.entropy_mean * 0.01f +
+            mean(square(o.value - Variable(Tensor::full(Shape{1, 1}, -0.5f))))) *
+           0.25f;
+  };
+  std::vector<double> loss_from(K), loss_many(K);
+  net.zero_grad();
+  net.backward_from(pg, drawn[1], given, [&](std::size_t k, const PolicyOutput& o) {
+    Variable l = loss_of(k, o);
+    loss_from[k] = l.item();
+    return l;
+  });
+  std::vector<Tensor> from;
+  for (auto& p : net.parameters()) from.push_back(p.has_grad() ? p.grad().clone() : Tensor::zeros(p.shape()));
+  // a pass serves one backward
+  CHECK_THROWS_WITH(net.backward_from(pg, drawn[0], given, loss_of), Catch::Contains("already back-propagated"));
+  net.zero_grad();
+  net.backward_many(pg, D, given, [&](std::size_t k, const PolicyOutput& o) {
+    Variable l = loss_of(k, o);
+    loss_many[k] = l.item();
+    return l;
+  });
+  for (int k = 0; k < K; ++k) CHECK(loss_from[k] == loss_many[k]);
+  const auto params = net.named_parameters();
+  double norm = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor many = params[i].second.has_grad() ? params[i].second.grad() : Tensor::zeros(params[i].second.shape());
+    INFO(params[i].first);
+    CHECK(bit_equal(from[i], many));
+    for (std::int64_t j = 0; j < many.numel(); ++j) norm += static_cast<double>(many.f32()[j]) * many.f32()[j];
+  }
+  CHECK(norm > 1e-6);  // the comparison is not between two zero gradients
+
+  // refused: a pass recorded without gradients, chain "action", actions the graph cannot take
+  {
+    std::vector<Rng> r1{Rng(3)};
+    std::vector<PolicyOutput> nograd;
+    {
+      NoGradGuard ng;
+      nograd = net.forward_many(pg, D, Decode::sample, 1, nullptr, &r1);
+    }
+    CHECK_THROWS_WITH(net.backward_from(pg, nograd[0], given, loss_of), Catch::Contains("gradients recorded"));
+    std::vector<Rng> r2{Rng(4)};
+    std::vector<PolicyOutput> fresh = net.forward_many(pg, D, Decode::sample, 1, nullptr, &r2);
+    std::vector<Actions> bad{given[0].clone()};
+    bad[0].device.data<std::int32_t>()[5] = D;
+    CHECK_THROWS_WITH(net.backward_from(pg, fresh[0], bad, loss_of), Catch::Contains("out of range"));
+    const PolicyGraph other = PolicyGraph::from_graph(random_op_graph(40, 3));
+    CHECK_THROWS_WITH(net.backward_from(other, fresh[0], given, loss_of), Catch::Contains("rows but graph"));
+  }
+  PolicyConfig acfg = small_config();
+  acfg.chain = "action";
+  GoPolicy action_net(acfg);
+  std::vector<Rng> r3{Rng(5)};
+  std::vector<PolicyOutput> a_out = action_net.forward_many(pg, D, Decode::sample, 1, nullptr, &r3);
+  CHECK_THROWS_WITH(action_net.backward_from(pg, a_out[0], given, loss_of), Catch::Contains("chain \"hidden\""));
 }
 
 TEST_CASE("GoPolicy: configs saved before \"chain\" existed load as chain action", "[policy]") {

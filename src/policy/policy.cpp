@@ -91,13 +91,7 @@ void GoPolicy::backward_many(const PolicyGraph& g, int num_devices, const std::v
                              const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const {
   check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
   if (cfg_.chain == "hidden" || given.size() == 1) {
-    auto outs = tails(g, trunk(g, num_devices), num_devices, Decode::given, given.size(), &given, nullptr);
-    Variable total;
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      Variable l = loss_of(k, outs[k]);
-      total = total.defined() ? total + l : l;
-    }
-    if (total.defined()) total.backward();
+    backward_sum(tails(g, trunk(g, num_devices), num_devices, Decode::given, given.size(), &given, nullptr), loss_of);
     return;
   }
   const Trunk t = trunk(g, num_devices);
@@ -124,6 +118,36 @@ void GoPolicy::backward_many(const PolicyGraph& g, int num_devices, const std::v
       seeds.push_back(l.grad());
     }
   backward_seeded(roots, seeds);
+}
+
+void GoPolicy::backward_from(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given,
+                             const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const {
+  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: backward_from needs chain \"hidden\" (with \"action\" the priority "
+           "and fusion blocks read the sampled actions: use backward_many)");
+  GO_CHECK(drawn.device_logits.defined() && drawn.device_logits.requires_grad(),
+           "GoPolicy: backward_from needs an output of forward_many called with gradients recorded (not under "
+           "NoGradGuard)");
+  GO_CHECK(!drawn.device_logits.is_leaf(), "GoPolicy: the pass of this output was already back-propagated (a pass "
+           "serves one backward)");
+  const int num_devices = static_cast<int>(drawn.device_logits.dim(1));
+  check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
+  GO_CHECK(drawn.device_logits.dim(0) == g.num_nodes, "GoPolicy: backward_from: the output has ",
+           drawn.device_logits.dim(0), " rows but graph '", g.name, "' has ", g.num_nodes, " nodes");
+  for (const Actions& a : given) check_actions(g, a, num_devices);
+  backward_sum(outputs({drawn.device_logits, drawn.priority_logits, drawn.fusion_logits, drawn.entropy, drawn.value,
+                        drawn.node_embedding},
+                       Decode::given, given.size(), &given, nullptr),
+               loss_of);
+}
+
+void GoPolicy::backward_sum(const std::vector<PolicyOutput>& outs,
+                            const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) {
+  Variable total;
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    Variable l = loss_of(k, outs[k]);
+    total = total.defined() ? total + l : l;
+  }
+  if (total.defined()) total.backward();
 }
 
 Actions GoPolicy::greedy_actions(const PolicyOutput& o) const {
@@ -180,91 +204,97 @@ Variable GoPolicy::fusion_logits(const PolicyGraph& g, const Variable& zf) const
   return uses_anchor(g) ? anchored(l, g.anchor_fuse, 2, 2) : l;
 }
 
+// Per logits tensor, computed once whatever the number of outputs that read it: the sampling
+// probabilities and the log-softmax each output picks its log-probabilities from.
+struct GoPolicy::Dist {
+  Variable logits, log_softmax;
+  Tensor probs;
+  Dist() = default;
+  Dist(const Variable& l, Decode mode) : logits(l), log_softmax(go::log_softmax(l)) {
+    if (mode == Decode::sample) probs = categorical_probs(l.value());
+  }
+  Tensor choose(Decode mode, const std::vector<Actions>* given, std::vector<Rng>* rngs, std::size_t k, int task) const {
+    if (mode == Decode::given) {
+      const Actions& a = (*given)[k];
+      return task == 0 ? a.device : task == 1 ? a.priority : a.fuse;
+    }
+    if (mode == Decode::greedy) return argmax_rows(logits.value());
+    return sample_from_probs(probs, (*rngs)[k]);
+  }
+};
+
 std::vector<PolicyOutput> GoPolicy::tails(const PolicyGraph& g, const Trunk& t, int num_devices, Decode mode,
                                           std::size_t count, const std::vector<Actions>* given,
                                           std::vector<Rng>* rngs) const {
   if (mode == Decode::given) {
     for (const Actions& a : *given) check_actions(g, a, num_devices);
   }
-  std::vector<PolicyOutput> outs(count);
-  // Per logits tensor, computed once whatever the number of outputs that read it: the sampling
-  // probabilities and the log-softmax each output picks its log-probabilities from.
-  struct Dist {
-    Variable logits, log_softmax;
-    Tensor probs;
-  };
-  auto dist = [&](const Variable& logits) {
-    Dist d{logits, log_softmax(logits), Tensor()};
-    if (mode == Decode::sample) d.probs = categorical_probs(logits.value());
-    return d;
-  };
-  auto choose = [&](const Dist& d, std::size_t k, int task) {
-    if (mode == Decode::given) {
-      const Actions& a = (*given)[k];
-      return task == 0 ? a.device : task == 1 ? a.priority : a.fuse;
-    }
-    if (mode == Decode::greedy) return argmax_rows(d.logits.value());
-    return sample_from_probs(d.probs, (*rngs)[k]);
-  };
-  std::vector<Dist> per_output(3 * count);  // [k * 3 + task]
-  const Dist dd = dist(t.device_logits);
-  Variable shared_entropy;
   if (cfg_.chain == "hidden") {
     Variable zs = run_blocks(1, t.zp, t.context);
-    const Dist pd = dist(priority_logits(g, zs));
-    const Dist fd = dist(fusion_logits(g, run_blocks(2, zs, t.context)));
-    Tensor greedy[3];
-    if (mode == Decode::greedy) {
-      greedy[0] = argmax_rows(dd.logits.value());
-      greedy[1] = argmax_rows(pd.logits.value());
-      greedy[2] = argmax_rows(fd.logits.value());
-    }
-    for (std::size_t k = 0; k < count; ++k) {
-      PolicyOutput& o = outs[k];
-      per_output[3 * k] = dd;
-      per_output[3 * k + 1] = pd;
-      per_output[3 * k + 2] = fd;
-      if (mode == Decode::greedy) {
-        o.actions = {greedy[0], greedy[1], greedy[2]};
-      } else {
-        o.actions.device = choose(dd, k, 0);
-        o.actions.priority = choose(pd, k, 1);
-        o.actions.fuse = choose(fd, k, 2);
-      }
-    }
-    shared_entropy = categorical_entropy(dd.logits) + categorical_entropy(pd.logits) + categorical_entropy(fd.logits);
-  } else {
-    for (std::size_t k = 0; k < count; ++k) {
-      PolicyOutput& o = outs[k];
-      per_output[3 * k] = dd;
-      o.actions.device = choose(dd, k, 0);
-      Variable zs = run_blocks(1, device_action_->add_to(t.zp, o.actions.device), t.context);
-      per_output[3 * k + 1] = dist(priority_logits(g, zs));
-      o.actions.priority = choose(per_output[3 * k + 1], k, 1);
-      Variable zf = run_blocks(2, priority_action_->add_to(zs, o.actions.priority), t.context);
-      per_output[3 * k + 2] = dist(fusion_logits(g, zf));
-      o.actions.fuse = choose(per_output[3 * k + 2], k, 2);
-    }
+    const Variable pl = priority_logits(g, zs);
+    const Variable fl = fusion_logits(g, run_blocks(2, zs, t.context));
+    const Variable entropy = categorical_entropy(t.device_logits) + categorical_entropy(pl) + categorical_entropy(fl);
+    return outputs({t.device_logits, pl, fl, entropy, t.value, t.h}, mode, count, given, rngs);
+  }
+  std::vector<PolicyOutput> outs(count);
+  std::vector<Dist> per_output(3 * count);  // [k * 3 + task]
+  const Dist dd(t.device_logits, mode);
+  for (std::size_t k = 0; k < count; ++k) {
+    PolicyOutput& o = outs[k];
+    per_output[3 * k] = dd;
+    o.actions.device = dd.choose(mode, given, rngs, k, 0);
+    Variable zs = run_blocks(1, device_action_->add_to(t.zp, o.actions.device), t.context);
+    per_output[3 * k + 1] = Dist(priority_logits(g, zs), mode);
+    o.actions.priority = per_output[3 * k + 1].choose(mode, given, rngs, k, 1);
+    Variable zf = run_blocks(2, priority_action_->add_to(zs, o.actions.priority), t.context);
+    per_output[3 * k + 2] = Dist(fusion_logits(g, zf), mode);
+    o.actions.fuse = per_output[3 * k + 2].choose(mode, given, rngs, k, 2);
   }
   for (std::size_t k = 0; k < count; ++k) {
     PolicyOutput& o = outs[k];
-    o.device_logits = per_output[3 * k].logits;
-    o.priority_logits = per_output[3 * k + 1].logits;
-    o.fusion_logits = per_output[3 * k + 2].logits;
-    o.log_prob_device = pick_columns(per_output[3 * k].log_softmax, o.actions.device);
-    o.log_prob_priority = pick_columns(per_output[3 * k + 1].log_softmax, o.actions.priority);
-    o.log_prob_fusion = pick_columns(per_output[3 * k + 2].log_softmax, o.actions.fuse);
-    o.log_prob = o.log_prob_device + o.log_prob_priority + o.log_prob_fusion;
-    o.log_prob_sum = sum(o.log_prob);
-    o.entropy = shared_entropy.defined()
-                    ? shared_entropy
-                    : categorical_entropy(o.device_logits) + categorical_entropy(o.priority_logits) +
-                          categorical_entropy(o.fusion_logits);
-    o.entropy_mean = mean(o.entropy);
-    o.value = t.value;
-    o.node_embedding = t.h;
+    o.entropy = categorical_entropy(per_output[3 * k].logits) + categorical_entropy(per_output[3 * k + 1].logits) +
+                categorical_entropy(per_output[3 * k + 2].logits);
+    finish(o, per_output.data() + 3 * k, t.value, t.h);
   }
   return outs;
+}
+
+std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::size_t count,
+                                            const std::vector<Actions>* given, std::vector<Rng>* rngs) const {
+  const Dist d[3] = {Dist(s.device_logits, mode), Dist(s.priority_logits, mode), Dist(s.fusion_logits, mode)};
+  Tensor greedy[3];
+  if (mode == Decode::greedy)
+    for (int task = 0; task < 3; ++task) greedy[task] = argmax_rows(d[task].logits.value());
+  std::vector<PolicyOutput> outs(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    PolicyOutput& o = outs[k];
+    if (mode == Decode::greedy) {
+      o.actions = {greedy[0], greedy[1], greedy[2]};
+    } else {
+      o.actions.device = d[0].choose(mode, given, rngs, k, 0);
+      o.actions.priority = d[1].choose(mode, given, rngs, k, 1);
+      o.actions.fuse = d[2].choose(mode, given, rngs, k, 2);
+    }
+  }
+  for (PolicyOutput& o : outs) {
+    o.entropy = s.entropy;
+    finish(o, d, s.value, s.h);
+  }
+  return outs;
+}
+
+void GoPolicy::finish(PolicyOutput& o, const Dist* d, const Variable& value, const Variable& h) {
+  o.device_logits = d[0].logits;
+  o.priority_logits = d[1].logits;
+  o.fusion_logits = d[2].logits;
+  o.log_prob_device = pick_columns(d[0].log_softmax, o.actions.device);
+  o.log_prob_priority = pick_columns(d[1].log_softmax, o.actions.priority);
+  o.log_prob_fusion = pick_columns(d[2].log_softmax, o.actions.fuse);
+  o.log_prob = o.log_prob_device + o.log_prob_priority + o.log_prob_fusion;
+  o.log_prob_sum = sum(o.log_prob);
+  o.entropy_mean = mean(o.entropy);
+  o.value = value;
+  o.node_embedding = h;
 }
 
 void GoPolicy::check_call(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,

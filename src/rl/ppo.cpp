@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -140,8 +141,17 @@ UpdateStats PpoTrainer::update() {
   auto share = [&](int r) { return N * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks); };
   const std::size_t own_begin = share(rank), own_end = share(rank + 1);
   std::vector<Sample> samples(N);
+  // With chain "hidden", when this rank samples one graph, its pass is recorded with gradients and
+  // kept: the first gradient step (whose parameters are those the samples were drawn with)
+  // back-propagates through it instead of running the network again (GoPolicy::backward_from, the
+  // same bits). Its activations then live through the simulations, as they would through the step.
+  const bool keep_pass = policy_->config().chain == "hidden" && own_end > own_begin &&
+                         own_begin / static_cast<std::size_t>(K) == (own_end - 1) / static_cast<std::size_t>(K);
+  std::optional<policy::PolicyOutput> kept;  // an output of the kept pass
+  std::size_t kept_graph = 0;
   {  // one forward_many per graph: its samples share every sample-independent computation
-    NoGradGuard ng;
+    std::optional<NoGradGuard> ng;
+    if (!keep_pass) ng.emplace();
     for (std::size_t j0 = own_begin; j0 < own_end;) {
       const std::size_t a = j0 / static_cast<std::size_t>(K);
       const std::size_t j1 = std::min(own_end, (a + 1) * static_cast<std::size_t>(K));
@@ -152,6 +162,10 @@ UpdateStats PpoTrainer::update() {
         rngs.push_back(urng.fork((static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
       auto outs = policy_->forward_many(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, j1 - j0,
                                         nullptr, &rngs);
+      if (keep_pass) {
+        kept = outs[0];
+        kept_graph = gi;
+      }
       for (std::size_t j = j0; j < j1; ++j) {
         const auto& out = outs[j - j0];
         Sample& s = samples[j];
@@ -377,10 +391,16 @@ UpdateStats PpoTrainer::update() {
           ++n_fwd;
           return scale(loss, w);
         };
-        policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
+        if (kept && gi == kept_graph) {
+          policy_->backward_from(t.pg, *kept, given, loss_of);
+          kept.reset();
+        } else {
+          policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
+        }
       }
       allreduce_gradients(*comm_, params_, grad_buffer_);
       gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
+      kept.reset();  // the parameters change: the pass no longer describes them
       adam_->step();
       ++n_steps;
     }

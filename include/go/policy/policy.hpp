@@ -108,6 +108,14 @@ class GoPolicy : public nn::Module {
   void backward_many(const PolicyGraph& g, int num_devices, const std::vector<Actions>& given,
                      const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const;
 
+  // Chain "hidden": backward_many's gradients, bit for bit, back-propagated through the recorded
+  // pass that produced `drawn` instead of a new one. `drawn`: an output of forward_many on g called
+  // with gradients recorded, with the parameters unchanged since (PPO's first minibatch, whose
+  // parameters are those the samples were drawn with). The pass serves one backward (backward
+  // releases it); a second call is refused.
+  void backward_from(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given,
+                     const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const;
+
   // The greedy decision of an output's distribution (chain "hidden": its logits do not depend on
   // the sampled actions, so the output of any sample gives it).
   Actions greedy_actions(const PolicyOutput& o) const;
@@ -134,6 +142,18 @@ class GoPolicy : public nn::Module {
   // order device, priority, fusion, as a single forward() makes them), then log-probabilities.
   std::vector<PolicyOutput> tails(const PolicyGraph& g, const Trunk& t, int num_devices, Decode mode,
                                   std::size_t count, const std::vector<Actions>* given, std::vector<Rng>* rngs) const;
+  // Chain "hidden": what one pass gives every output (none of it depends on a sampled action).
+  struct Shared {
+    Variable device_logits, priority_logits, fusion_logits, entropy, value, h;
+  };
+  struct Dist;
+  std::vector<PolicyOutput> outputs(const Shared& s, Decode mode, std::size_t count, const std::vector<Actions>* given,
+                                    std::vector<Rng>* rngs) const;
+  // An output's logits, log-probabilities of its actions, entropy mean, value and embedding.
+  static void finish(PolicyOutput& o, const Dist* d, const Variable& value, const Variable& h);
+  // Back-propagates sum_k loss_of(k, outs[k]) in one backward.
+  static void backward_sum(const std::vector<PolicyOutput>& outs,
+                           const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of);
   void check_call(const PolicyGraph& g, int num_devices, Decode mode, std::size_t count,
                   const std::vector<Actions>* given, const std::vector<Rng>* rngs) const;
   // LN_task(z) W + b without keeping LN_task(z) (nn::ln_linear).
