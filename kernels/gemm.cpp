@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/kernels/math.hpp"
 
 namespace go::kernels {
 
@@ -61,15 +62,19 @@ int sgemm_one_thread(bool trans_a, bool trans_b, i64 m, i64 n, i64 k, float alph
   return static_cast<int>(st);
 }
 
+// C = beta * C: the product of an empty inner dimension (oneDNN rejects k == 0).
+void scale_only(i64 m, i64 n, float beta, float* c, i64 ldc) {
+  for (i64 i = 0; i < m; ++i)
+    for (i64 j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    // oneDNN rejects k == 0; the product is empty, so C = beta * C.
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    scale_only(m, n, beta, c, ldc);
     return;
   }
   const Split s = split_for(m, n, k);
@@ -105,6 +110,86 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
       float& out = c[i * ldc + j];
       out = beta == 0.f ? alpha * sum : alpha * sum + beta * out;
     }
+}
+
+namespace {
+
+// gemm()'s rows per tile of an m x n x k product split by rows alone, or 0 when it also cuts k.
+i64 row_tile(i64 m, i64 n, i64 k) {
+  if (m == 0 || n == 0 || k == 0) return 0;
+  const Split s = split_for(m, n, k);
+  return s.kc == k ? s.mb : 0;
+}
+
+// One row of the feed-forward's first step: pre += b1 (kept), act = gelu(pre). Without FMA
+// contraction, as nn::mlp_gelu's backward recomputes gelu (compiled into src/, whose files are
+// built with -ffp-contract=off): the same activation bits in both passes.
+#if defined(__clang__)
+void bias_gelu_row(std::int64_t hid, const float* b1, float* pre, float* act) {
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+__attribute__((optimize("fp-contract=off"))) void bias_gelu_row(std::int64_t hid, const float* b1, float* pre,
+                                                                 float* act) {
+#else
+void bias_gelu_row(std::int64_t hid, const float* b1, float* pre, float* act) {
+#endif
+#pragma omp simd
+  for (std::int64_t c = 0; c < hid; ++c) {
+    const float z = pre[c] + b1[c];
+    pre[c] = z;
+    act[c] = gelu_f(z);
+  }
+}
+
+inline void add_bias_row(std::int64_t out, const float* b2, float* y) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < out; ++c) y[c] += b2[c];
+}
+
+}  // namespace
+
+void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_t out, const float* x, const float* w1,
+                  const float* b1, const float* w2, const float* b2, float* pre, float* y, bool accumulate) {
+  const float beta2 = accumulate ? 1.f : 0.f;
+  // Tiles are gemm's own (the same calls, so the same bits) where both products cut the rows alike.
+  const i64 tile = row_tile(m, hid, in);
+  if (tile == 0 || tile != row_tile(m, out, hid)) {
+    std::vector<float> own_pre(pre ? 0 : static_cast<std::size_t>(m * hid)), act(static_cast<std::size_t>(m * hid));
+    float* pp = pre ? pre : own_pre.data();
+    gemm(false, false, m, hid, in, 1.f, x, in, w1, hid, 0.f, pp, hid);
+#pragma omp parallel for if (m * hid > (1 << 15))
+    for (i64 r = 0; r < m; ++r) bias_gelu_row(hid, b1, pp + r * hid, act.data() + r * hid);
+    gemm(false, false, m, out, hid, 1.f, act.data(), hid, w2, out, beta2, y, out);
+#pragma omp parallel for if (m * out > (1 << 15))
+    for (i64 r = 0; r < m; ++r) add_bias_row(out, b2, y + r * out);
+    return;
+  }
+  const i64 tiles = (m + tile - 1) / tile;
+  int failed = dnnl_success;
+#pragma omp parallel if (tiles > 1)
+  {
+    // this thread's activation tile, and its pre-activation tile when pre is not kept
+    std::vector<float> buf(static_cast<std::size_t>(tile * hid * (pre ? 1 : 2)));
+    float* act = buf.data();
+    float* own_pre = pre ? nullptr : buf.data() + tile * hid;
+#pragma omp for schedule(static)
+    for (i64 t = 0; t < tiles; ++t) {
+      const i64 r0 = t * tile, rows = std::min(tile, m - r0);
+      float* pp = pre ? pre + r0 * hid : own_pre;
+      float* yt = y + r0 * out;
+      int st = sgemm_one_thread(false, false, rows, hid, in, 1.f, x + r0 * in, in, w1, hid, 0.f, pp, hid);
+      for (i64 r = 0; r < rows; ++r) bias_gelu_row(hid, b1, pp + r * hid, act + r * hid);
+      if (st == dnnl_success)
+        st = sgemm_one_thread(false, false, rows, out, hid, 1.f, act, hid, w2, out, beta2, yt, out);
+      for (i64 r = 0; r < rows; ++r) add_bias_row(out, b2, yt + r * out);
+      if (st != dnnl_success) {
+#pragma omp atomic write
+        failed = st;
+      }
+    }
+  }
+  GO_CHECK(failed == dnnl_success, "oneDNN sgemm failed (status ", failed, ") in the feed-forward of ", m, " rows, ",
+           in, " -> ", hid, " -> ", out);
 }
 
 void gemm_eigen(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,

@@ -3,9 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include <omp.h>
+
 #include "go/autograd/autograd.hpp"
+#include "go/kernels/gemm.hpp"
 #include "harness.hpp"
 
 using namespace go;
@@ -42,6 +46,11 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 }
 
 Variable V(const Tensor& t) { return Variable(t, false); }
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() &&
+         (a.numel() == 0 || std::memcmp(a.f32(), b.f32(), static_cast<std::size_t>(a.numel()) * sizeof(float)) == 0);
+}
 
 }  // namespace
 
@@ -109,6 +118,57 @@ TEST_CASE("gemm: products split into row tiles and k-chunks match the naive prod
           for (std::int64_t i = 0; i < c.m; ++i)  // the padding is untouched
             for (std::int64_t j = c.n; j < c.n + 3; ++j) REQUIRE(cp.at(i, j) == 7.f);
         }
+}
+
+TEST_CASE("feed_forward: gelu(x W1 + b1) W2 + b2 over row tiles, against the steps and a naive reference",
+          "[ops]") {
+  // 1000 x 64 -> 256 -> 64 runs as gemm's row tiles of 144 rows (both products cut rows alike),
+  // 300 x 64 -> 256 -> 32 does not (its products cut 144 and 272 rows): the steps in turn.
+  struct Case {
+    std::int64_t m, in, hid, out;
+  };
+  Rng rng(5);
+  const int saved = omp_get_max_threads();
+  for (const Case c : {Case{1000, 64, 256, 64}, Case{300, 64, 256, 32}, Case{1, 8, 16, 8}, Case{0, 8, 16, 8}})
+    for (const bool keep_pre : {true, false})
+      for (const bool accumulate : {false, true}) {
+        INFO("m=" << c.m << " in=" << c.in << " hid=" << c.hid << " out=" << c.out << " pre=" << keep_pre
+                  << " accumulate=" << accumulate);
+        const Tensor x = random_tensor(Shape{c.m, c.in}, rng), w1 = random_tensor(Shape{c.in, c.hid}, rng),
+                     b1 = random_tensor(Shape{1, c.hid}, rng), w2 = random_tensor(Shape{c.hid, c.out}, rng),
+                     b2 = random_tensor(Shape{1, c.out}, rng), y0 = random_tensor(Shape{c.m, c.out}, rng);
+        auto run = [&](int threads, Tensor* pre) {
+          omp_set_num_threads(threads);
+          Tensor y = y0.clone();
+          kernels::feed_forward(c.m, c.in, c.hid, c.out, x.f32(), w1.f32(), b1.f32(), w2.f32(), b2.f32(),
+                                pre ? pre->f32() : nullptr, y.f32(), accumulate);
+          omp_set_num_threads(saved);
+          return y;
+        };
+        Tensor pre = Tensor::full(Shape{c.m, c.hid}, 9.f);
+        const Tensor y = run(2, keep_pre ? &pre : nullptr);
+        CHECK(same_bits(run(1, nullptr), y));  // the same bits whatever the threads, with or without pre
+        if (c.m == 0) continue;
+        // the pre-activation is the product's bits plus the bias
+        Tensor xw = Tensor::empty(Shape{c.m, c.hid});
+        kernels::gemm(false, false, c.m, c.hid, c.in, 1.f, x.f32(), c.in, w1.f32(), c.hid, 0.f, xw.f32(), c.hid);
+        if (keep_pre)
+          for (std::int64_t i = 0; i < c.m; ++i)
+            for (std::int64_t j = 0; j < c.hid; ++j) REQUIRE(pre.at(i, j) == xw.at(i, j) + b1.f32()[j]);
+        // y against a double-precision reference
+        Tensor want = Tensor::empty(Shape{c.m, c.out});
+        const Tensor h = ref_matmul(x, w1, false, false);
+        for (std::int64_t i = 0; i < c.m; ++i)
+          for (std::int64_t j = 0; j < c.out; ++j) {
+            double s = b2.f32()[j] + (accumulate ? y0.at(i, j) : 0.0);
+            for (std::int64_t p = 0; p < c.hid; ++p) {
+              const double z = static_cast<double>(h.at(i, p)) + b1.f32()[p];
+              s += 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0))) * w2.at(p, j);
+            }
+            want.at(i, j) = static_cast<float>(s);
+          }
+        require_close(y, want, 1e-4, 1e-4, "feed_forward");
+      }
 }
 
 TEST_CASE("matmul: gradient accumulates when a variable is used twice", "[ops]") {

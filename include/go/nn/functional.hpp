@@ -358,39 +358,18 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
     xin = Tensor::empty(Shape{n, in});
     detail::layer_norm_into(x.value(), ln_gamma, ln_beta, eps, xin.f32(), mean.f32(), rstd.f32());
   }
-  Tensor pre = Tensor::empty(Shape{n, hid});
-  kernels::gemm(false, false, n, hid, in, 1.f, xin.f32(), in, W1.value().f32(), hid, 0.f, pre.f32(), hid);
-  xin = Tensor();
-  Tensor act = Tensor::empty(Shape{n, hid});  // freed when the forward returns
-  {
-    const float* pb = b1.value().f32();
-    float* pp = pre.f32();
-    float* pa = act.f32();
-#pragma omp parallel for if (n * hid > (1 << 15))
-    for (std::int64_t r = 0; r < n; ++r) {
-#pragma omp simd
-      for (std::int64_t c = 0; c < hid; ++c) {
-        const float z = pp[r * hid + c] + pb[c];
-        pp[r * hid + c] = z;
-        pa[r * hid + c] = kernels::gelu_f(z);
-      }
-    }
-  }
+  // The pre-activation is kept only when the result will be back-propagated.
+  bool recorded = false;
+  if (grad_enabled())
+    for (const Variable* v : {&x, &W1, &b1, &W2, &b2, &residual, &ln_gamma, &ln_beta})
+      recorded = recorded || v->requires_grad();
+  Tensor pre = recorded ? Tensor::empty(Shape{n, hid}) : Tensor();
   Tensor y = Tensor::empty(Shape{n, out});
   if (has_res && n * out > 0)
     std::memcpy(y.f32(), residual.value().f32(), static_cast<std::size_t>(n * out) * sizeof(float));
-  kernels::gemm(false, false, n, out, hid, 1.f, act.f32(), hid, W2.value().f32(), out, has_res ? 1.f : 0.f, y.f32(),
-                out);
-  act = Tensor();
-  {
-    const float* pb = b2.value().f32();
-    float* py = y.f32();
-#pragma omp parallel for if (n * out > (1 << 15))
-    for (std::int64_t r = 0; r < n; ++r) {
-#pragma omp simd
-      for (std::int64_t c = 0; c < out; ++c) py[r * out + c] += pb[c];
-    }
-  }
+  kernels::feed_forward(n, in, hid, out, xin.f32(), W1.value().f32(), b1.value().f32(), W2.value().f32(),
+                        b2.value().f32(), recorded ? pre.f32() : nullptr, y.f32(), has_res);
+  xin = Tensor();
   std::vector<Variable> inputs{x, W1, b1, W2, b2};
   const std::size_t res_at = inputs.size();
   if (has_res) inputs.push_back(residual);
