@@ -81,13 +81,17 @@ GO_HOST_DEVICE float erf_f(float x) {
   return a < 0.5f ? series : (x < 0.f ? -r : r);
 }
 
-// Exact GELU (erf form), as PyTorch's default.
-GO_HOST_DEVICE float gelu_f(float x) { return 0.5f * x * (1.f + erf_f(x * 0.70710678118654752f)); }
-GO_HOST_DEVICE float gelu_df(float x) {
-  const float cdf = 0.5f * (1.f + erf_f(x * 0.70710678118654752f));
+// Exact GELU (erf form), as PyTorch's default, and its derivative. Both read e = erf(x / sqrt(2))
+// (gelu_erf): a pass that needs both computes e once (gelu_of, gelu_df_of), with the same bits.
+GO_HOST_DEVICE float gelu_erf(float x) { return erf_f(x * 0.70710678118654752f); }
+GO_HOST_DEVICE float gelu_of(float x, float e) { return 0.5f * x * (1.f + e); }
+GO_HOST_DEVICE float gelu_df_of(float x, float e) {
+  const float cdf = 0.5f * (1.f + e);
   const float pdf = 0.39894228040143268f * exp_f(-0.5f * x * x);
   return cdf + x * pdf;
 }
+GO_HOST_DEVICE float gelu_f(float x) { return gelu_of(x, gelu_erf(x)); }
+GO_HOST_DEVICE float gelu_df(float x) { return gelu_df_of(x, gelu_erf(x)); }
 
 GO_HOST_DEVICE float unary_f(Unary op, float x) {
   switch (op) {

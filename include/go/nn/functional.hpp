@@ -383,12 +383,18 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
       Tensor& dr = in[res_at].grad_slot(acc);
       detail::write_or_add(dr.f32(), g.f32(), g.numel(), acc);
     }
+    // gelu and gelu' recomputed in one pass, sharing their erf (the bits of gelu_f and gelu_df)
     const float* pp = pre.f32();
-    Tensor act = Tensor::empty(pre.shape());
+    Tensor act = Tensor::empty(pre.shape()), dgelu = Tensor::empty(pre.shape());
     float* pa = act.f32();
+    float* pdg = dgelu.f32();
     const std::int64_t m = n * hid;
 #pragma omp parallel for simd if (m > (1 << 15))
-    for (std::int64_t i = 0; i < m; ++i) pa[i] = kernels::gelu_f(pp[i]);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float e = kernels::gelu_erf(pp[i]);
+      pa[i] = kernels::gelu_of(pp[i], e);
+      pdg[i] = kernels::gelu_df_of(pp[i], e);
+    }
     if (in[4].requires_grad()) {
       bool acc = false;
       float* slot = in[4].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
@@ -406,7 +412,8 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
     float* pd = dpre.f32();
     kernels::gemm(false, true, n, hid, out, 1.f, g.f32(), out, in[3].value().f32(), out, 0.f, pd, hid);
 #pragma omp parallel for simd if (m > (1 << 15))
-    for (std::int64_t i = 0; i < m; ++i) pd[i] *= kernels::gelu_df(pp[i]);
+    for (std::int64_t i = 0; i < m; ++i) pd[i] *= pdg[i];
+    dgelu = Tensor();
     if (in[2].requires_grad()) {
       bool acc = false;
       float* slot = in[2].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
