@@ -13,7 +13,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 // The transformer feed-forward y = gelu(x W1 + b1) W2 + b2 (+ y when accumulate): x [m, in],
 // W1 [in, hid], b1 [hid], W2 [hid, out], b2 [out], y [m, out], all dense row-major; pre (optional,
 // [m, hid]) receives x W1 + b1. Bit for bit what gemm, + b1, gelu, gemm, + b2 give in turn. Where
-// the two products' row tiles agree (gemm's split by rows alone) each tile of rows runs both on one thread with
+// gemm splits both products by the same rows alone, each tile of rows runs both on one thread with
 // its activation in cache, so the activation (and, without pre, the pre-activation) is never
 // written out whole; elsewhere the steps run one after the other over all rows.
 void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_t out, const float* x, const float* w1,
