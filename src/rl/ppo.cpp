@@ -391,12 +391,10 @@ UpdateStats PpoTrainer::update() {
           ++n_fwd;
           return scale(loss, w);
         };
-        if (kept && gi == kept_graph) {
+        if (kept && gi == kept_graph)
           policy_->backward_from(t.pg, *kept, given, loss_of);
-          kept.reset();
-        } else {
+        else
           policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
-        }
       }
       allreduce_gradients(*comm_, params_, grad_buffer_);
       gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
