@@ -364,9 +364,10 @@ constexpr bool kOneColumnPerPass = false;
 #endif
 
 // C[R x (NV vectors)] = init + sum_{t < T} A[r*ars + t*acs] * B[t*ldb + :].
-// The last vector of each row is masked with `tail` (loads of B, loads/stores of C).
+// The last vector of each row is masked with `tail` (loads of B, loads/stores of C) unless kFull says
+// it is whole: AVX2's masked stores are microcoded on AMD's cores, several times a plain store.
 // Each element is summed over t in order, whatever the passes, so the result does not depend on them.
-template <int R, int NV, Init I, bool kEpi>
+template <int R, int NV, Init I, bool kEpi, bool kFull>
 inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64_t acs, const float* __restrict b,
                   std::int64_t ldb, float* __restrict c, std::int64_t ldc, vmask tail, const float* rowscale,
                   const ScoreEpi* epi, int row0) {
@@ -381,7 +382,7 @@ inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64
           acc[r][v] = vzero();
         } else {
           const float* cr = c + r * ldc + (v0 + v) * kW;
-          vf x = v0 + v == NV - 1 ? vloadm(cr, tail) : vload(cr);
+          vf x = !kFull && v0 + v == NV - 1 ? vloadm(cr, tail) : vload(cr);
           if constexpr (I == Init::scale) x = vmul(x, vset1(rowscale[r]));
           acc[r][v] = x;
         }
@@ -391,7 +392,8 @@ inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64
       const float* bt = b + t * ldb + v0 * kW;
       vf bv[P];
 #pragma GCC unroll 4
-      for (int v = 0; v < P; ++v) bv[v] = v0 + v == NV - 1 ? vloadm(bt + v * kW, tail) : vload(bt + v * kW);
+      for (int v = 0; v < P; ++v)
+        bv[v] = !kFull && v0 + v == NV - 1 ? vloadm(bt + v * kW, tail) : vload(bt + v * kW);
       const float* at = a + t * acs;
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -420,7 +422,7 @@ inline void micro(int T, const float* __restrict a, std::int64_t ars, std::int64
 #pragma GCC unroll 4
       for (int v = 0; v < P; ++v) {
         float* cr = c + r * ldc + (v0 + v) * kW;
-        if (v0 + v == NV - 1)
+        if (!kFull && v0 + v == NV - 1)
           vstorem(cr, tail, acc[r][v]);
         else
           vstore(cr, acc[r][v]);
@@ -437,13 +439,13 @@ constexpr int rows_for() {
   return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
 }
 
-template <int NV, Init I, bool kEpi>
+template <int NV, Init I, bool kEpi, bool kFull>
 void rows_loop(int rows, int T, const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t ldb,
                float* c, std::int64_t ldc, vmask tail, const float* rowscale, const ScoreEpi* epi) {
   constexpr int RM = rows_for<NV>();
   int r = 0;
   auto call = [&]<int RR>() {
-    micro<RR, NV, I, kEpi>(T, a + r * ars, ars, acs, b, ldb, c + r * ldc, ldc, tail, rowscale ? rowscale + r : nullptr,
+    micro<RR, NV, I, kEpi, kFull>(T, a + r * ars, ars, acs, b, ldb, c + r * ldc, ldc, tail, rowscale ? rowscale + r : nullptr,
                            epi, r);
     r += RR;
   };
@@ -467,9 +469,11 @@ void tile_gemm(int rows, int cols, int T, const float* a, std::int64_t ars, std:
     const int cw = std::min(4 * kW, cols - c0);
     const int nv = (cw + kW - 1) / kW;
     const vmask tail = mask_first(cw - (nv - 1) * kW);
-#define GO_ATT_ROWS(NV)                                                                              \
-  (epi ? rows_loop<NV, I, true>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, epi) \
-       : rows_loop<NV, I, false>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, nullptr))
+    const bool full = cw % kW == 0;
+#define GO_ATT_ROWS_F(NV, F)                                                                            \
+  (epi ? rows_loop<NV, I, true, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, epi) \
+       : rows_loop<NV, I, false, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, nullptr))
+#define GO_ATT_ROWS(NV) (full ? GO_ATT_ROWS_F(NV, true) : GO_ATT_ROWS_F(NV, false))
     switch (nv) {
       case 1:
         GO_ATT_ROWS(1);
@@ -485,6 +489,7 @@ void tile_gemm(int rows, int cols, int T, const float* a, std::int64_t ars, std:
         break;
     }
 #undef GO_ATT_ROWS
+#undef GO_ATT_ROWS_F
   }
 }
 
@@ -554,7 +559,10 @@ void pack_transposed(const float* src, std::int64_t ld, int nq, int qw, int d, f
       const int cw = std::min(kW, d - c0);
       const vmask m = mask_first(cw);
       vf r[kW];
-      for (int i = 0; i < kW; ++i) r[i] = i0 + i < nq ? vmul(vm, vloadm(src + (i0 + i) * ld + c0, m)) : vzero();
+      for (int i = 0; i < kW; ++i) {
+        const float* row = src + (i0 + i) * ld + c0;
+        r[i] = i0 + i < nq ? vmul(vm, cw == kW ? vload(row) : vloadm(row, m)) : vzero();
+      }
       transpose16(r);
       for (int c = 0; c < cw; ++c) vstore(dst + static_cast<std::int64_t>(c0 + c) * kBq + i0, r[c]);
     }
