@@ -439,14 +439,25 @@ constexpr int rows_for() {
   return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;
 }
 
+// The terms t a causal tile's rows [r, r + RR) take: [begin0 + r, end0 + r + RR) within [0, T). The
+// others multiply masked entries, exactly zero, and x + 0 is x for every x but -0 (a sum that
+// underflowed to -0 keeps its sign instead of turning +0), so a diagonal tile skips them with the
+// same bits. The default takes every term.
+struct Band {
+  std::int64_t begin0 = -(std::int64_t{1} << 40);
+  std::int64_t end0 = std::int64_t{1} << 40;
+};
+
 template <int NV, Init I, bool kEpi, bool kFull>
 void rows_loop(int rows, int T, const float* a, std::int64_t ars, std::int64_t acs, const float* b, std::int64_t ldb,
-               float* c, std::int64_t ldc, vmask tail, const float* rowscale, const ScoreEpi* epi) {
+               float* c, std::int64_t ldc, vmask tail, const float* rowscale, const ScoreEpi* epi, Band band) {
   constexpr int RM = rows_for<NV>();
   int r = 0;
   auto call = [&]<int RR>() {
-    micro<RR, NV, I, kEpi, kFull>(T, a + r * ars, ars, acs, b, ldb, c + r * ldc, ldc, tail, rowscale ? rowscale + r : nullptr,
-                           epi, r);
+    const std::int64_t tb = std::clamp<std::int64_t>(band.begin0 + r, 0, T);
+    const std::int64_t te = std::clamp<std::int64_t>(band.end0 + r + RR, tb, T);
+    micro<RR, NV, I, kEpi, kFull>(static_cast<int>(te - tb), a + r * ars + tb * acs, ars, acs, b + tb * ldb, ldb,
+                                  c + r * ldc, ldc, tail, rowscale ? rowscale + r : nullptr, epi, r);
     r += RR;
   };
   while (r + RM <= rows) call.template operator()<RM>();
@@ -463,7 +474,7 @@ void rows_loop(int rows, int T, const float* a, std::int64_t ars, std::int64_t a
 template <Init I>
 void tile_gemm(int rows, int cols, int T, const float* a, std::int64_t ars, std::int64_t acs, const float* b,
                std::int64_t ldb, float* c, std::int64_t ldc, const float* rowscale = nullptr,
-               const ScoreEpi* epi = nullptr) {
+               const ScoreEpi* epi = nullptr, Band band = {}) {
   if (rows <= 0) return;
   for (int c0 = 0; c0 < cols; c0 += 4 * kW) {
     const int cw = std::min(4 * kW, cols - c0);
@@ -471,8 +482,8 @@ void tile_gemm(int rows, int cols, int T, const float* a, std::int64_t ars, std:
     const vmask tail = mask_first(cw - (nv - 1) * kW);
     const bool full = cw % kW == 0;
 #define GO_ATT_ROWS_F(NV, F)                                                                            \
-  (epi ? rows_loop<NV, I, true, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, epi) \
-       : rows_loop<NV, I, false, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, nullptr))
+  (epi ? rows_loop<NV, I, true, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, epi, band) \
+       : rows_loop<NV, I, false, F>(rows, T, a, ars, acs, b + c0, ldb, c + c0, ldc, tail, rowscale, nullptr, band))
 #define GO_ATT_ROWS(NV) (full ? GO_ATT_ROWS_F(NV, true) : GO_ATT_ROWS_F(NV, false))
     switch (nv) {
       case 1:
@@ -577,6 +588,39 @@ inline void prefetch_rows(const float* p, std::int64_t rows, std::int64_t ld, in
     for (int c = 0; c < d; c += kW) __builtin_prefetch(p + r * ld + c, 0, 3);
 }
 
+// Causal masks by whole runs of terms. Keys of the tile [j0, j0 + nk) that the queries of vector u
+// (i0 + u kW ...) see: the first visible_keys rows; a row after them is masked in every lane.
+inline int visible_keys(const Geometry& g, std::int64_t i0, std::int64_t j0, int nk, int u) {
+  return g.causal ? static_cast<int>(std::clamp<std::int64_t>(i0 + (u + 1) * kW - j0, 0, nk)) : nk;
+}
+// Products whose rows are queries from i0 and terms keys from j0 (O += P V, dQ += dS K).
+inline Band query_rows(const Geometry& g, std::int64_t i0, std::int64_t j0) {
+  Band b;
+  if (g.causal) b.end0 = i0 - j0;
+  return b;
+}
+// Products whose rows are keys from j0 and terms queries from i0 (dV += P^T dO, dK += dS^T Q).
+inline Band key_rows(const Geometry& g, std::int64_t i0, std::int64_t j0) {
+  Band b;
+  if (g.causal) b.begin0 = j0 - i0;
+  return b;
+}
+// S^T (or dP^T) = K Q^T of a key tile: on a tile that crosses the diagonal, each query vector over
+// the keys it sees only (`seen`); the rows after them are left unwritten.
+void scores(const Geometry& g, bool diag, int nk, int nqv, const int* seen, const float* kt, const float* qt, float* st,
+            float* colmax, std::int64_t j0, std::int64_t i0) {
+  if (!diag) {
+    const ScoreEpi epi{colmax, j0, i0, false};
+    tile_gemm<Init::zero>(nk, nqv * kW, g.d, kt, g.ld, 1, qt, kBq, st, kBq, nullptr, colmax ? &epi : nullptr);
+    return;
+  }
+  for (int u = 0; u < nqv; ++u) {
+    const ScoreEpi epi{colmax + u * kW, j0, i0 + u * kW, true};
+    tile_gemm<Init::zero>(seen[u], kW, g.d, kt, g.ld, 1, qt + u * kW, kBq, st + u * kW, kBq, nullptr,
+                          colmax ? &epi : nullptr);
+  }
+}
+
 // rowsum(a o b) over d floats.
 inline float row_dot(const float* a, const float* b, int d) {
   vf acc = vzero();
@@ -629,8 +673,10 @@ void forward_task(const Geometry& g, std::int64_t s, int h, const float* q, cons
       }
       // S^T = K Q^T (Q pre-scaled by scale * log2 e), masked on the diagonal; mx = new running max.
       for (int u = 0; u < nqv; ++u) vstore(mx + u * kW, first ? vset1(kNegInf) : vload(m + u * kW));
-      const ScoreEpi epi{mx, j0, i0, g.causal && j0 + nk - 1 > i0};
-      tile_gemm<Init::zero>(nk, qw, g.d, k + j0 * ld + hc, ld, 1, qt, kBq, st, kBq, nullptr, &epi);
+      const bool diag = g.causal && j0 + nk - 1 > i0;
+      int seen[kQV];
+      for (int u = 0; u < nqv; ++u) seen[u] = visible_keys(g, i0, j0, nk, u);
+      scores(g, diag, nk, nqv, seen, k + j0 * ld + hc, qt, st, mx, j0, i0);
       vf mv[kQV], sum[kQV];
       for (int u = 0; u < nqv; ++u) {
         mv[u] = vload(mx + u * kW);
@@ -638,10 +684,14 @@ void forward_task(const Geometry& g, std::int64_t s, int h, const float* q, cons
         vstore(m + u * kW, mv[u]);
         sum[u] = vzero();
       }
-      // P^T = exp2(S^T - m), column sums
+      // P^T = exp2(S^T - m), column sums; zero where the mask covers the whole vector
       for (int j = 0; j < nk; ++j) {
         float* row = st + j * kBq;
         for (int u = 0; u < nqv; ++u) {
+          if (j >= seen[u]) {
+            vstore(row + u * kW, vzero());
+            continue;
+          }
           const vf pr = vexp2(vsub(vload(row + u * kW), mv[u]));
           vstore(row + u * kW, pr);
           sum[u] = vadd(sum[u], pr);
@@ -650,10 +700,12 @@ void forward_task(const Geometry& g, std::int64_t s, int h, const float* q, cons
       // l = alpha * l + rowsum(P); O = alpha * O + P V
       if (first) {
         for (int u = 0; u < nqv; ++u) vstore(l + u * kW, sum[u]);
-        tile_gemm<Init::zero>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp);
+        tile_gemm<Init::zero>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp, nullptr, nullptr,
+                              query_rows(g, i0, j0));
       } else {
         for (int u = 0; u < nqv; ++u) vstore(l + u * kW, vfma(vload(l + u * kW), vload(alpha + u * kW), sum[u]));
-        tile_gemm<Init::scale>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp, alpha);
+        tile_gemm<Init::scale>(nq, g.d, nk, st, 1, kBq, v + j0 * ld + hc, ld, o, g.dp, alpha, nullptr,
+                               query_rows(g, i0, j0));
       }
       first = false;
     }
@@ -724,12 +776,19 @@ void backward_task(const Geometry& g, std::int64_t s, int h, const float* q, con
       const int nk = static_cast<int>(std::min<std::int64_t>(kBk, jend - j0));
       const bool diag = g.causal && j0 + nk - 1 > i0;
       if (j0 + kBk < e) prefetch_keys(j0 + kBk);
-      tile_gemm<Init::zero>(nk, qw, g.d, k + j0 * ld + hc, ld, 1, qt, kBq, pt, kBq);    // S^T
-      tile_gemm<Init::zero>(nk, qw, g.d, v + j0 * ld + hc, ld, 1, dot, kBq, dst, kBq);  // dP^T = V dO^T
+      int seen[kQV];
+      for (int u = 0; u < nqv; ++u) seen[u] = visible_keys(g, i0, j0, nk, u);
+      scores(g, diag, nk, nqv, seen, k + j0 * ld + hc, qt, pt, nullptr, j0, i0);   // S^T
+      scores(g, diag, nk, nqv, seen, v + j0 * ld + hc, dot, dst, nullptr, j0, i0);  // dP^T = V dO^T
       for (int j = 0; j < nk; ++j) {
         float* prow = pt + j * kBq;
         float* drow = dst + j * kBq;
         for (int u = 0; u < nqv; ++u) {
+          if (j >= seen[u]) {
+            vstore(prow + u * kW, vzero());
+            vstore(drow + u * kW, vzero());
+            continue;
+          }
           vf x = vload(prow + u * kW);
           if (diag) x = vcausal(x, j0 + j, i0 + u * kW);
           const vf pr = vexp2(vsub(x, vload(lse2 + u * kW)));
@@ -740,16 +799,20 @@ void backward_task(const Geometry& g, std::int64_t s, int h, const float* q, con
       }
       // dQ += dS K
       if (first)
-        tile_gemm<Init::zero>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp);
+        tile_gemm<Init::zero>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp, nullptr, nullptr,
+                              query_rows(g, i0, j0));
       else
-        tile_gemm<Init::load>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp);
+        tile_gemm<Init::load>(nq, g.d, nk, dst, 1, kBq, k + j0 * ld + hc, ld, dqa, g.dp, nullptr, nullptr,
+                              query_rows(g, i0, j0));
       first = false;
       // Keys of this segment only (the memory is stop-gradient).
       const std::int64_t js = std::max(j0, b);
       if (js < j0 + nk) {
         const int r0 = static_cast<int>(js - j0), nown = nk - r0;
-        tile_gemm<Init::load>(nown, g.d, nq, pt + r0 * kBq, kBq, 1, dout + i0 * ld + hc, ld, dv + js * ld + hc, ld);
-        tile_gemm<Init::load>(nown, g.d, nq, dst + r0 * kBq, kBq, 1, q + i0 * ld + hc, ld, dk + js * ld + hc, ld);
+        tile_gemm<Init::load>(nown, g.d, nq, pt + r0 * kBq, kBq, 1, dout + i0 * ld + hc, ld, dv + js * ld + hc, ld,
+                              nullptr, nullptr, key_rows(g, i0, js));
+        tile_gemm<Init::load>(nown, g.d, nq, dst + r0 * kBq, kBq, 1, q + i0 * ld + hc, ld, dk + js * ld + hc, ld,
+                              nullptr, nullptr, key_rows(g, i0, js));
       }
     }
     for (int i = 0; i < nq; ++i)
