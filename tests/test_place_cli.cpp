@@ -185,9 +185,10 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
 }
 
-// --anchor-ties: best-heuristic (and GO's anchor) try the orders asked for; on the RNNLM training
-// graph latest-first is the fastest (tests/test_rl.cpp rebuilds that plan by hand), and the plan
-// written re-simulates to the step time reported. A bad list fails with one line naming the flag.
+// --anchor-ties: the orders GO's anchor is chosen from; best-heuristic tries the others too, as
+// answers. On the RNNLM training graph latest-first is the fastest (tests/test_rl.cpp rebuilds that
+// plan by hand), found either way, and the plan written re-simulates to the step time reported. A
+// bad list fails with one line naming the flag.
 TEST_CASE("gopt place --anchor-ties: latest-first order on request, bad lists refused") {
   go::rl::register_go_methods("");  // best-heuristic (gopt's main registers it; it needs no policy)
   const std::string plan = tmp_path("latest.json");
@@ -199,12 +200,14 @@ TEST_CASE("gopt place --anchor-ties: latest-first order on request, bad lists re
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(r.out);
   };
-  const auto plain = place({});
+  const auto program = place({"--anchor-ties", "program"});
   const auto latest = place({"--anchor-ties", "program,first-ready,latest"});
-  CHECK_THAT(plain["note"].get<std::string>(), !Contains("latest-first"));
-  CHECK_THAT(latest["note"].get<std::string>(), Contains("latest-first order"));
-  CHECK(latest["simulations"].get<int>() == plain["simulations"].get<int>() + 4);
-  CHECK(latest["step_time_ms"].get<double>() < plain["step_time_ms"].get<double>());
+  const auto plain = place({});
+  for (const auto* r : {&program, &latest, &plain}) {
+    CHECK_THAT((*r)["note"].get<std::string>(), Contains("latest-first order"));
+    CHECK((*r)["simulations"].get<int>() == latest["simulations"].get<int>());  // 4 more per other order
+    CHECK((*r)["step_time_ms"].get<double>() == latest["step_time_ms"].get<double>());
+  }
   const auto sim = run_gopt({"simulate", "zoo:rnnlm2", "--training", "--cluster", "v100x2", "--plan", plan, "--json"});
   REQUIRE(sim.code == 0);
   CHECK(nlohmann::json::parse(sim.out)["step_time_ms"].get<double>() ==

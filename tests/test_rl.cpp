@@ -446,7 +446,9 @@ TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode bac
 // heuristic, and it runs 0.5% faster when the ops of one level run latest-first (the ready op
 // furthest along the topological order: the LSTM chain keeps moving) than in program or first-ready
 // order. The anchor asked for that order finds it; its plan is rebuilt here from the parts: no
-// priorities but the topological position as the tie. By default it does not try it.
+// priorities but the topological position as the tie. By default that order is not the anchor's
+// (fine-tuning does not start from it) but an answer: Anchor::faster, which best-heuristic and GO
+// answer with when nothing they found is faster.
 TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by hand", "[rl]") {
   const OpGraph g = make_training_graph(load_graph("zoo:rnnlm2"));
   const Cluster cl = cluster_preset("v100x2");
@@ -455,12 +457,19 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   const int placements = metis_available() ? 7 : 6;
   const Anchor d = choose_anchor(g, pg, cl, sim, 8);
   CHECK(d.ties != policy::TieOrder::latest);
-  CHECK(d.candidates == placements * 4 + 4);
+  CHECK(d.candidates == placements * 4 + 2 * 4);  // program order, then 4 first-ready, 4 latest-first
   const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,latest");
   REQUIRE(a.result.valid);
   CHECK(a.ties == policy::TieOrder::latest);
   CHECK(a.describe() == "human + xla fusion + latest-first order");
   CHECK(a.candidates == placements * 4 + 2 * 4);  // program order, then 4 in each other order
+  CHECK(!a.faster);                               // every order was the anchor's to choose from
+  REQUIRE(d.faster);
+  CHECK(d.faster->describe == "human + xla fusion + latest-first order");
+  CHECK(d.faster->result.step_time == a.result.step_time);  // the same four candidates, the same order
+  CHECK(d.faster->result.step_time < d.result.step_time);
+  CHECK(d.answer_describe() == d.faster->describe);
+  CHECK(sim.simulate(d.answer()).step_time == d.faster->result.step_time);
   Plan p = human_plan(g, cl);
   apply_xla_fusion(g, p);
   const auto n = static_cast<std::size_t>(g.num_ops());
@@ -487,6 +496,16 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": "program,last"})"), Catch::Contains("'last'"));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": "latest,latest"})"), Catch::Contains("twice"));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": ""})"), Catch::Contains("anchor_ties"));
+  // GO answers with it (zero-shot here) while its policy reads the program-order anchor
+  const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
+  GoPlaceReport rep;
+  const Plan zp = go_place(g, cl, policy, 0, 2, 0, &rep);
+  CHECK(rep.anchor == d.describe());
+  CHECK(rep.faster == "human + xla fusion + latest-first order");
+  CHECK(rep.faster_step_time == d.faster->result.step_time);
+  const double answer = sim.simulate(zp).step_time;
+  CHECK(answer <= rep.faster_step_time);
+  CHECK(answer == std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
 }
 
 TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") {
@@ -738,7 +757,8 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   GoPlaceReport rep;
   const Plan zp = go_place(g, cl, ck, 0, 8, 3, &rep);
   CHECK(rep.anchor_step_time > 0);
-  CHECK(z.step_time == std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time}));
+  CHECK(z.step_time ==
+        std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
   CHECK(z.step_time <= rep.anchor_step_time);  // the anchor is a candidate
   CHECK(zp.device == z.plan.device);  // same seed, same answer
   o.finetune = 4;
@@ -787,10 +807,10 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.budget = 13;
   CHECK(place("go", g, cl, o).simulations == before + 1 + 8 + 2 * 6);
   o.finetune = 4;
-  // best-heuristic: the anchor plan on its own
+  // best-heuristic: the anchor plan on its own (or its candidate of another tie order, when faster)
   const PlaceResult bh = place("best-heuristic", g, cl, o);
   REQUIRE(bh.valid);
-  CHECK(bh.step_time == rep.anchor_step_time);
+  CHECK(bh.step_time == std::min(rep.anchor_step_time, rep.faster_step_time));
   CHECK(bh.simulations >= 4);  // each placement with and without priorities and fusion
   // anneal-anchor: annealing that also starts from that anchor, so never worse than it; the budget
   // counts the anchor's simulations
@@ -826,7 +846,8 @@ TEST_CASE("The shipped pre-trained policy places an unseen ONNX model zero-shot"
   const Plan p = go_place(g, cl, policy, 0, 4, 1, &rep);
   const SimResult r = Simulator(g, cl).simulate(p);
   REQUIRE(r.valid);
-  CHECK(r.step_time == std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time}));
+  CHECK(r.step_time ==
+        std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
   // zero-shot is at most 10% behind the anchor the policy starts from
   CHECK(r.step_time <= rep.anchor_step_time * 1.10);
 }

@@ -113,6 +113,14 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
     best_t = task.anchor_step_time;
     best = task.best_plan;
   }
+  if (task.anchor_faster) {
+    rep.faster = task.anchor_faster->describe;
+    rep.faster_step_time = task.anchor_faster->result.step_time;
+    if (rep.faster_step_time < best_t) {
+      best_t = rep.faster_step_time;
+      best = task.anchor_faster->plan;
+    }
+  }
   auto within_time = [&] {
     return o.time_limit <= 0 ||
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
@@ -157,6 +165,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       Plan p = go_place(g, c, o, &rep);
       out.simulations = rep.simulations;
       out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; " +
+                 (rep.faster.empty() ? "" : "other tie order " + rep.faster + " " + ms(rep.faster_step_time) + "; ") +
                  (kind == Kind::one ? "untrained" : "zero-shot") + " greedy " + ms(rep.greedy_step_time) +
                  ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
       if (kind != Kind::zero_shot)
@@ -188,13 +197,13 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   PlaceMethod bh{
       "best-heuristic",
       "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
-      "none/XLA-like fusion in program order, the best four also in first-ready order, each simulated (what GO's "
-      "anchor starts from)",
+      "none/XLA-like fusion in program order, the best four also in first-ready and latest-first order, each "
+      "simulated (GO's anchor and the plans GO compares its own with)",
       [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
         const Anchor a = heuristic_anchor(g, c, po);
         out.simulations = a.candidates;
-        out.note = a.describe();
-        return a.plan;
+        out.note = a.answer_describe();
+        return a.answer();
       }};
   bh.decides_fusion = true;
   register_place_method(bh);
@@ -206,7 +215,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                    BestTrace trace(t0);
                    const Anchor a = heuristic_anchor(g, c, po, &trace);
                    // the anchor first: a budget too small for every start still simulates it
-                   std::vector<Plan> starts{a.plan};
+                   std::vector<Plan> starts{a.answer()};
                    for (Plan& p : go::detail::base::anneal_starts(g, c, po)) starts.push_back(std::move(p));
                    double limit = po.time_limit;
                    if (limit > 0)  // a spent limit still runs the starts: anneal needs a positive one
@@ -215,7 +224,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                    const std::int64_t budget = std::max<std::int64_t>(1, po.budget - a.candidates);
                    Plan p = anneal_plan(g, c, budget, po.seed, po.sim, &out.simulations, starts, limit, &trace);
                    out.simulations += a.candidates;
-                   out.note = "anchor " + a.describe() + " " + ms(a.result.step_time) + "; " + trace.text();
+                   out.note = "anchor " + a.answer_describe() + " " + ms(a.answer_result().step_time) + "; " +
+                              trace.text();
                    return p;
                  }};
   aa.decides_fusion = true;

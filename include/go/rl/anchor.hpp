@@ -77,8 +77,23 @@ struct Anchor {
   // The best valid candidate of each other placement in the anchor's tie order (so that their actions
   // decode to these step times), best first: other starting points for fine-tuning's block moves.
   std::vector<std::pair<policy::Actions, double>> alternatives;
+  // The tie orders not asked for are tried too, on the best four candidates, but only as answers:
+  // the best of them when it is valid and faster than the anchor, for the methods that answer with
+  // the best plan they simulated (best-heuristic, GO). It is never the anchor the policy reads nor a
+  // starting point: fine-tuning from a latest-first anchor ends worse on Inception-v3, while that
+  // order alone is the best plan on RNNLM (bench/README.md, "Latest-first order").
+  struct Faster {
+    Plan plan;
+    SimResult result;
+    std::string describe;
+  };
+  std::optional<Faster> faster;
+  const Plan& answer() const { return faster ? faster->plan : plan; }
+  const SimResult& answer_result() const { return faster ? faster->result : result; }
+  std::string answer_describe() const { return faster ? faster->describe : describe(); }
 
-  std::string describe() const {
+  std::string describe() const { return describe_candidate(placement, ranked, fused, ties); }
+  static std::string describe_candidate(const std::string& placement, bool ranked, bool fused, policy::TieOrder ties) {
     std::string out = placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "");
     for (const AnchorTieOrder& t : kAnchorTieOrderTable)
       if (t.order == ties) out += t.phrase;
@@ -108,7 +123,8 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 
 // The anchor of graph g (with its policy graph pg and simulator sim) on cluster c.
 // `which`: comma-separated subset of kAnchorPlacements; `tie_orders`: of kAnchorTieOrders, the first for
-// every candidate, then the best four again in each other one. A heuristic that cannot handle
+// every candidate, then the best four again in each other one; then those four in each order of
+// kAnchorTieOrders not in `tie_orders`, as answers only (Anchor::faster). A heuristic that cannot handle
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 // `trace` (optional) records every candidate's simulation, in the candidates' order. `threads`: the
 // candidates are simulated on that many threads (0: the hardware's); the result does not depend on it.
@@ -212,8 +228,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
   // batch's order, so the anchor and the trace do not depend on the thread count. Candidates of one
   // placement and fusion are one item (the first decodes what the others take).
-  std::vector<SimWorkspace> ws;  // per thread, made once for both batches
-  auto run_batch = [&](std::vector<Candidate>& batch) {
+  std::vector<SimWorkspace> ws;  // per thread, made once for every batch
+  // answers_only: the batch's plans may become Anchor::faster, never the anchor
+  auto run_batch = [&](std::vector<Candidate>& batch, bool answers_only) {
     std::vector<std::vector<std::size_t>> items;
     for (std::size_t j = 0; j < batch.size(); ++j) {
       auto same = [&](const std::vector<std::size_t>& it) {
@@ -238,6 +255,16 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       const bool valid = r.valid && std::isfinite(r.step_time);
       if (trace) trace->add(valid, r.step_time);
       const double key = valid ? r.step_time : memory_excess(r, c);
+      if (answers_only) {
+        constexpr double kNone = std::numeric_limits<double>::infinity();
+        const double to_beat = best.faster ? best.faster->result.step_time : best_valid ? best_key : kNone;
+        if (valid && r.step_time < to_beat)
+          best.faster = Anchor::Faster{std::move(k.plan), std::move(r),
+                                       Anchor::describe_candidate(placements[k.pi].first, k.ranked != 0,
+                                                                  k.fused != 0, k.ties)};
+        k.plan = Plan();
+        continue;
+      }
       if (k.ties == orders[0]) tried.push_back({valid, key, k.pi, k.ranked, k.fused});
       PlacementBest& pb = per_placement[k.pi][static_cast<std::size_t>(k.ties)];
       if (valid && (!pb.set || r.step_time < pb.step_time))
@@ -261,7 +288,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     for (int ranked = 0; ranked < 2; ++ranked)
       for (int fused = 0; fused < 2; ++fused) batch.push_back({pi, ranked, fused, orders[0], {}, {}});
-  run_batch(batch);
+  run_batch(batch, false);
   // Program order is the better tie order on most graphs (wide ones by far), first-ready on some
   // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms) and latest-first on others (RNNLM, Inception-v3,
   // WaveNet 4: 0.5-2.4%): the best few candidates are also tried in each other order asked for.
@@ -269,11 +296,17 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) {
     return a.valid != b.valid ? a.valid : a.key < b.key;
   });
-  batch.clear();
-  for (std::size_t o = 1; o < orders.size(); ++o)
+  auto try_best_in = [&](policy::TieOrder order) {
     for (std::size_t i = 0; i < std::min(kOtherTieTries, tried.size()); ++i)
-      batch.push_back({tried[i].placement, tried[i].ranked, tried[i].fused, orders[o], {}, {}});
-  run_batch(batch);
+      batch.push_back({tried[i].placement, tried[i].ranked, tried[i].fused, order, {}, {}});
+  };
+  batch.clear();
+  for (std::size_t o = 1; o < orders.size(); ++o) try_best_in(orders[o]);
+  run_batch(batch, false);
+  batch.clear();
+  for (const AnchorTieOrder& t : kAnchorTieOrderTable)
+    if (std::find(orders.begin(), orders.end(), t.order) == orders.end()) try_best_in(t.order);
+  run_batch(batch, true);
   best.candidates = evaluated;
   const auto order = static_cast<std::size_t>(best.ties);
   std::vector<std::size_t> others;

@@ -51,6 +51,8 @@ struct GoPlaceReport {
   double greedy_step_time = kNoTime;     // zero-shot greedy decision
   double sampled_step_time = kNoTime;    // best of the zero-shot samples
   double finetuned_step_time = kNoTime;  // best plan after fine-tuning (anchor and samples included)
+  std::string faster;                    // the anchor's candidate of another tie order, when faster
+  double faster_step_time = kNoTime;     // (Anchor::faster; "" and kNoTime when there is none)
   std::int64_t updates = 0;
   // Every simulation made, in order (go/baselines/best_trace.hpp): the reward reference's, the
   // anchor's candidates, the zero-shot plans, the fine-tuning samples. Its best is the answer's step

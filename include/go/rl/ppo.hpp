@@ -65,6 +65,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -123,6 +124,7 @@ struct GraphTask {
   std::int64_t samples = 0, invalid = 0;
   std::string anchor;                  // the anchor plan's heuristics ("" without an anchor)
   double anchor_step_time = kInf;      // its step time (+inf: out of memory)
+  std::optional<Anchor::Faster> anchor_faster;  // Anchor::faster: an answer, never a starting point
   // Every simulation of this graph's plans, in order: the reference's (a sample, never an answer),
   // the anchor's candidates, zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
   BestTrace trace;
@@ -383,6 +385,7 @@ class PpoTrainer {
                                 cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties, cfg_.threads);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
+    t.anchor_faster = a.faster;
     for (std::size_t k = 0; k < a.alternatives.size() && static_cast<int>(k) < cfg_.alt_starts; ++k)
       if (a.result.valid && a.alternatives[k].second <= (1 + cfg_.alt_start_margin) * a.result.step_time)
         t.starts.push_back(a.alternatives[k]);
