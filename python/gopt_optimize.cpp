@@ -297,8 +297,9 @@ policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune:
 of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;
 exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
-anchor_ties: best-heuristic, anneal-anchor and the go methods: the anchor's orders of one priority level's
-ops, from "program,first-ready,latest" ("": "program,first-ready"), as gopt place --anchor-ties.
+anchor_ties: best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's
+anchor is chosen from, of "program,first-ready,latest" ("": "program,first-ready"; an order not listed is
+tried on the anchor's best four candidates as an answer only), as gopt place --anchor-ties.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

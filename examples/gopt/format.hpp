@@ -26,8 +26,9 @@ inline constexpr const char* kTimeLimitHelp =
     "then trains as many updates as go; exact then stops after 60 s; exact's limit is CBC's, which checks its clock "
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
 inline constexpr const char* kAnchorTiesHelp =
-    "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level the anchor tries, from "
-    "program,first-ready,latest: every candidate in the first, its best four in each other one (default "
+    "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level GO's anchor is chosen "
+    "from, of program,first-ready,latest: every candidate in the first, its best four in each other one; the "
+    "orders not listed are tried on those four as answers only, never as the anchor (default "
     "program,first-ready; latest = the op latest in topological order first)";
 // A bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1").
 inline void one_line_parse_errors(CLI::App& app) {

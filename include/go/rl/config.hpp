@@ -35,9 +35,11 @@
 //     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "anchor_ties": "program,first-ready",  // orders of the ops of one priority level the anchor
-//                                  // tries: every candidate in the first, its best four in each
-//                                  // other one; "latest" (latest in topological order first) is
-//                                  // the third (off by default: bench/README.md "Latest-first order")
+//                                  // is chosen from: every candidate in the first, its best four in
+//                                  // each other one; "latest" (latest in topological order first)
+//                                  // is the third; an order not listed is tried on those four as an
+//                                  // answer only (go/rl/anchor.hpp Anchor::faster; bench/README.md
+//                                  // "Latest-first order")
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
