@@ -254,7 +254,6 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       ++evaluated;
       const bool valid = r.valid && std::isfinite(r.step_time);
       if (trace) trace->add(valid, r.step_time);
-      const double key = valid ? r.step_time : memory_excess(r, c);
       if (answers_only) {
         constexpr double kNone = std::numeric_limits<double>::infinity();
         const double to_beat = best.faster ? best.faster->result.step_time : best_valid ? best_key : kNone;
@@ -265,6 +264,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         k.plan = Plan();
         continue;
       }
+      const double key = valid ? r.step_time : memory_excess(r, c);
       if (k.ties == orders[0]) tried.push_back({valid, key, k.pi, k.ranked, k.fused});
       PlacementBest& pb = per_placement[k.pi][static_cast<std::size_t>(k.ties)];
       if (valid && (!pb.set || r.step_time < pb.step_time))
