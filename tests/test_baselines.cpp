@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "go/baselines/metis.hpp"
 #include "go/baselines/place.hpp"
 #include "go/core/file.hpp"
 #include "go/graph/load.hpp"
@@ -540,6 +542,62 @@ TEST_CASE("baselines: m-TOPO sends ops that overflow the last device back where 
   const go::PlaceResult r = go::place("m-topo", g, c);
   CHECK(r.valid);
   CHECK(r.plan.device == plan.device);
+}
+
+TEST_CASE("baselines: METIS's undirected graph against a map of summed edges", "[baselines]") {
+  // Random DAGs (an op may read one producer twice), ops merged into vertices at random (as
+  // colocation groups are): the CSR rows are the distinct neighbours in order, each weight the sum
+  // of the bytes of the edges between the two vertices in either direction, added in edge order.
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    go::Rng rng(seed);
+    go::GraphBuilder b;
+    const int n = 5 + static_cast<int>(rng.uniform_int(80));
+    for (int i = 0; i < n; ++i) {
+      go::OpSpec s;
+      s.name = "op" + std::to_string(i);
+      s.kind = go::OpKind::add;
+      go::TensorSpec out;
+      out.shape_known = false;
+      out.bytes = static_cast<std::int64_t>(rng.uniform_int(5000));  // 0: a weight of 1
+      s.outputs.push_back(out);
+      const int k = i == 0 ? 0 : static_cast<int>(rng.uniform_int(4));
+      for (int j = 0; j < k; ++j) s.inputs.push_back(go::TensorRef{static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i))), 0});
+      b.add_op(std::move(s));
+    }
+    const go::OpGraph g = b.build();
+    const auto nv = static_cast<std::int32_t>(1 + rng.uniform_int(static_cast<std::uint64_t>(n)));
+    std::vector<std::int32_t> vid(static_cast<std::size_t>(n));
+    for (auto& v : vid) v = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(nv)));
+    std::vector<std::map<std::int32_t, double>> want(static_cast<std::size_t>(nv));
+    for (go::OpId u = 0; u < g.num_ops(); ++u)
+      for (std::size_t e = 0; e < g.succ(u).size(); ++e) {
+        const std::int32_t a = vid[static_cast<std::size_t>(u)], c = vid[static_cast<std::size_t>(g.succ(u)[e])];
+        if (a == c) continue;
+        const double w = std::max(1.0, go::detail::base::edge_bytes(g, g.succ_tensors(u)[e]));
+        want[static_cast<std::size_t>(a)][c] += w;
+        want[static_cast<std::size_t>(c)][a] += w;
+      }
+    const go::detail::base::Adjacency adj = go::detail::base::undirected_adjacency(g, vid, nv);
+    REQUIRE(adj.offset.size() == static_cast<std::size_t>(nv) + 1);
+    CHECK(adj.offset[0] == 0);
+    for (std::int32_t v = 0; v < nv; ++v) {
+      std::vector<std::pair<std::int32_t, double>> got;
+      for (auto i = adj.offset[static_cast<std::size_t>(v)]; i < adj.offset[static_cast<std::size_t>(v) + 1]; ++i)
+        got.emplace_back(adj.vertex[static_cast<std::size_t>(i)], adj.weight[static_cast<std::size_t>(i)]);
+      const std::vector<std::pair<std::int32_t, double>> expected(want[static_cast<std::size_t>(v)].begin(), want[static_cast<std::size_t>(v)].end());
+      CHECK(got == expected);
+    }
+  }
+  // no vertices, or every op in one vertex: no edges
+  Tiny t;
+  const go::OpId x = t.op("x", 1, 8), z = t.op("z", 1, 4);
+  t.op("y", 1, 0, {x, z});
+  const go::OpGraph three = t.build();
+  CHECK(go::detail::base::undirected_adjacency(three, {0, 0, 0}, 1).vertex.empty());
+  const go::detail::base::Adjacency pair = go::detail::base::undirected_adjacency(three, {0, 0, 1}, 2);
+  CHECK(pair.offset == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(pair.vertex == std::vector<std::int32_t>{1, 0});
+  CHECK(pair.weight == std::vector<double>{12.0, 12.0});  // x's 8 bytes and z's 4, summed
 }
 
 TEST_CASE("baselines: METIS gives a faster device a larger part", "[baselines]") {

@@ -438,6 +438,30 @@ TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode bac
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,,heft"})"), Catch::Contains("''"));
 }
 
+// The anchor's simulations stop at the first out-of-memory; where no candidate fits, the anchor is
+// the one that misses by the least, judged (and reported) on its whole step.
+TEST_CASE("Anchor: where nothing fits, the least excess, from whole simulations", "[rl]") {
+  const OpGraph g = two_chains(4, 0, 6LL << 30);  // chain b: 24 GB of parameters
+  const Cluster cl = two_devices(10LL << 30, 10LL << 30);
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  const Anchor a = choose_anchor(g, pg, cl, sim, 4);
+  REQUIRE_FALSE(a.result.valid);
+  CHECK(a.result.status == SimStatus::out_of_memory);
+  const SimResult whole = sim.simulate(a.plan);
+  CHECK(a.result.step_time == whole.step_time);
+  CHECK(a.result.peak_memory == whole.peak_memory);
+  const double excess = memory_excess(a.result, cl);
+  CHECK(excess > 0);
+  for (const char* m : {"default", "human", "pipeline", "m-etf", "m-sct", "heft"}) {
+    const PlaceResult h = place(m, g, cl);
+    Plan devices_only;
+    devices_only.device = h.plan.device;
+    INFO(m);
+    CHECK(excess <= memory_excess(sim.simulate(devices_only), cl) + 1e-6);
+  }
+}
+
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting
 // from every op on device 0, PPO finds plans that use the idle second device and the sampled plans
 // get faster. (The greedy plan moves slowly here: moving any single op helps, chain a's as much as

@@ -429,6 +429,26 @@ TEST_CASE("out of memory is a verdict, not a crash", "[sim]") {
     CHECK(r.status == go::SimStatus::out_of_memory);
     CHECK(r.step_time == Approx(1e-3));
   }
+  SECTION("a workspace that stops at the first out-of-memory") {
+    go::Simulator sim(g, test_cluster(2, go::ChannelModel::duplex, 2000000));
+    go::SimWorkspace whole = sim.make_workspace(), stops = sim.make_workspace();
+    stops.set_stop_on_oom(true);
+    const go::SimResult& r = sim.simulate(go::Plan{}, stops);
+    CHECK(r.status == go::SimStatus::out_of_memory);
+    CHECK(r.step_time == Approx(1e-3));  // stopped where b started, as with SimOptions::stop_on_oom
+    CHECK(sim.simulate(go::Plan{}, whole).step_time == Approx(3e-3));
+    // a plan that fits: the same result either way
+    const go::SimResult a = sim.simulate(placed({0, 1, 1}), whole);
+    const go::SimResult& b = sim.simulate(placed({0, 1, 1}), stops);
+    REQUIRE(a.valid);
+    CHECK(b.valid);
+    CHECK(b.step_time == a.step_time);
+    CHECK(b.peak_memory == a.peak_memory);
+    CHECK(b.transfers == a.transfers);
+    // switched off, the workspace runs whole steps again
+    stops.set_stop_on_oom(false);
+    CHECK(sim.simulate(go::Plan{}, stops).step_time == Approx(3e-3));
+  }
 }
 
 TEST_CASE("invalid plans are reported with the same reason as check_plan", "[sim]") {

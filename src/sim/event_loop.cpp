@@ -132,7 +132,8 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   std::int64_t nunits = n_;
   // Every unit that becomes ready runs, so start/finish of the units are overwritten, except when
   // the simulation stops at an out-of-memory (marked here) or fusion deadlocks (marked at the end).
-  if (options_.stop_on_oom) {
+  const bool stop_on_oom = options_.stop_on_oom || ws.stop_on_oom_;
+  if (stop_on_oom) {
     std::fill(ws.times_.begin(), ws.times_.end(), -1.0);
   }
   std::copy(in_deg_.begin(), in_deg_.end(), pending);
@@ -660,7 +661,6 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   for (std::int32_t v : sources_)
     if (!kFused || (lead(v) == v && pending[v] == 0)) push_ready(v);
   dispatch();
-  const bool stop_on_oom = options_.stop_on_oom;
   // (src, et): the next transfer event or control message. Only completions and handled events
   // add such events (dispatch starts units, which only add completions), so it is recomputed
   // after those alone.
@@ -703,7 +703,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   r.kernel_launches = launches;
   r.memory_traffic = traffic;
   r.units = units;
-  if (oom && options_.stop_on_oom) return;
+  if (oom && stop_on_oom) return;
   if constexpr (kFused) {
     if (r.units == nunits) return;
     // Some units never became ready: the fusion groups made the unit graph cyclic. Find a cycle the

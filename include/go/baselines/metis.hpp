@@ -42,6 +42,65 @@ inline constexpr bool metis_available() {
 #endif
 }
 
+namespace detail::base {
+
+// The op graph as an undirected graph over vertices vid[op] in [0, nv) (ops of one vertex: no edge):
+// CSR rows of neighbours in increasing order, each edge's weight the bytes it carries (at least 1),
+// summed over parallel edges in edge order.
+struct Adjacency {
+  std::vector<std::int64_t> offset;  // [nv + 1]
+  std::vector<std::int32_t> vertex;
+  std::vector<double> weight;
+};
+inline Adjacency undirected_adjacency(const OpGraph& g, const std::vector<std::int32_t>& vid, std::int32_t nv) {
+  // every edge in both directions, grouped by vertex in edge order (a counting sort), then each
+  // vertex's neighbours sorted stably
+  struct Half {
+    std::int32_t to;
+    double w;
+  };
+  auto for_each_half = [&](auto&& f) {
+    for (OpId u = 0; u < g.num_ops(); ++u) {
+      const auto succ = g.succ(u);
+      const auto stn = g.succ_tensors(u);
+      for (std::size_t e = 0; e < succ.size(); ++e) {
+        const std::int32_t a = vid[static_cast<std::size_t>(u)], b = vid[static_cast<std::size_t>(succ[e])];
+        if (a == b) continue;
+        const double w = std::max(1.0, edge_bytes(g, stn[e]));
+        f(a, b, w);
+        f(b, a, w);
+      }
+    }
+  };
+  std::vector<std::int64_t> start(static_cast<std::size_t>(nv) + 1, 0);
+  for_each_half([&](std::int32_t a, std::int32_t, double) { ++start[static_cast<std::size_t>(a) + 1]; });
+  for (std::size_t v = 0; v < static_cast<std::size_t>(nv); ++v) start[v + 1] += start[v];
+  std::vector<Half> half(static_cast<std::size_t>(start.back()));
+  {
+    std::vector<std::int64_t> next(start.begin(), start.end() - 1);
+    for_each_half([&](std::int32_t a, std::int32_t b, double w) {
+      half[static_cast<std::size_t>(next[static_cast<std::size_t>(a)]++)] = {b, w};
+    });
+  }
+  Adjacency out;
+  out.offset.assign(static_cast<std::size_t>(nv) + 1, 0);
+  for (std::int32_t v = 0; v < nv; ++v) {
+    const auto b = half.begin() + start[static_cast<std::size_t>(v)], e = half.begin() + start[static_cast<std::size_t>(v) + 1];
+    std::stable_sort(b, e, [](const Half& x, const Half& y) { return x.to < y.to; });
+    for (auto it = b; it != e; ++it) {
+      if (it == b || it->to != (it - 1)->to) {
+        out.vertex.push_back(it->to);
+        out.weight.push_back(0.0);
+      }
+      out.weight.back() += it->w;
+    }
+    out.offset[static_cast<std::size_t>(v) + 1] = static_cast<std::int64_t>(out.vertex.size());
+  }
+  return out;
+}
+
+}  // namespace detail::base
+
 inline Plan metis_plan(const OpGraph& g, const Cluster& c, std::uint64_t seed = 0, std::string* note = nullptr) {
   const std::int32_t k = c.num_devices();
   const auto n = static_cast<std::size_t>(g.num_ops());
@@ -81,31 +140,14 @@ inline Plan metis_plan(const OpGraph& g, const Cluster& c, std::uint64_t seed = 
     vwgt[static_cast<std::size_t>(v) * 2] = static_cast<idx_t>(std::llround(wt[static_cast<std::size_t>(v)] * st));
     vwgt[static_cast<std::size_t>(v) * 2 + 1] = static_cast<idx_t>(std::llround(wm[static_cast<std::size_t>(v)] * sm));
   }
-  // undirected adjacency with summed weights
-  std::vector<std::unordered_map<std::int32_t, double>> adj(static_cast<std::size_t>(nv));
+  const detail::base::Adjacency adj = detail::base::undirected_adjacency(g, vid, nv);
   double max_w = 1;
-  for (OpId u = 0; u < g.num_ops(); ++u) {
-    const auto succ = g.succ(u);
-    const auto stn = g.succ_tensors(u);
-    for (std::size_t e = 0; e < succ.size(); ++e) {
-      const std::int32_t a = vid[static_cast<std::size_t>(u)], b = vid[static_cast<std::size_t>(succ[e])];
-      if (a == b) continue;
-      const double w = std::max(1.0, detail::base::edge_bytes(g, stn[e]));
-      max_w = std::max({max_w, adj[static_cast<std::size_t>(a)][b] += w, adj[static_cast<std::size_t>(b)][a] += w});
-    }
-  }
+  for (double w : adj.weight) max_w = std::max(max_w, w);
   // edge weights in [1, 1e6]: the sum over a vertex's edges stays far below 2^31 for any degree < 2000
   const double se = 1e6 / max_w;
-  std::vector<idx_t> xadj(static_cast<std::size_t>(nv) + 1, 0), adjncy, adjwgt;
-  for (std::int32_t v = 0; v < nv; ++v) {
-    std::vector<std::pair<std::int32_t, double>> row(adj[static_cast<std::size_t>(v)].begin(), adj[static_cast<std::size_t>(v)].end());
-    std::sort(row.begin(), row.end());
-    for (const auto& [w, b] : row) {
-      adjncy.push_back(w);
-      adjwgt.push_back(std::max<idx_t>(1, static_cast<idx_t>(std::llround(b * se))));
-    }
-    xadj[static_cast<std::size_t>(v) + 1] = static_cast<idx_t>(adjncy.size());
-  }
+  std::vector<idx_t> xadj(adj.offset.begin(), adj.offset.end()), adjncy(adj.vertex.begin(), adj.vertex.end()), adjwgt;
+  adjwgt.reserve(adj.weight.size());
+  for (double w : adj.weight) adjwgt.push_back(std::max<idx_t>(1, static_cast<idx_t>(std::llround(w * se))));
   // Heterogeneous devices: target part weights (METIS tpwgts) proportional to each device's speed
   // (1 / the graph's total op time on its spec) for compute and to its memory for memory, so a
   // faster or larger device gets the larger part. Identical devices: equal parts (tpwgts = NULL).

@@ -228,6 +228,11 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // A batch of candidates is decoded and simulated on `threads` threads, then taken in the
   // batch's order, so the anchor and the trace do not depend on the thread count. Candidates of one
   // placement and fusion are one item (the first decodes what the others take).
+  // A simulation stops at the first out-of-memory: what an invalid candidate's whole step would
+  // give (its memory excess, the key below) matters only where fewer than kOtherTieTries candidates
+  // of the first order fit (the best of them are tried in the other orders) or none fits at all
+  // (the least excess is the anchor); those batches simulate their invalid candidates again, whole.
+  constexpr std::size_t kOtherTieTries = 4;
   std::vector<SimWorkspace> ws;  // per thread, made once for every batch
   // answers_only: the batch's plans may become Anchor::faster, never the anchor
   auto run_batch = [&](std::vector<Candidate>& batch, bool answers_only) {
@@ -240,8 +245,16 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       if (it == items.end()) items.push_back({j});
       else it->push_back(j);
     }
-    const int nthreads = item_threads(threads, items.size());
-    while (ws.size() < static_cast<std::size_t>(nthreads)) ws.push_back(sim.make_workspace());
+    auto fits = [](const SimResult& r) { return r.valid && std::isfinite(r.step_time); };
+    auto workspaces = [&](std::size_t n) {
+      const int nthreads = item_threads(threads, n);
+      while (ws.size() < static_cast<std::size_t>(nthreads)) {
+        ws.push_back(sim.make_workspace());
+        ws.back().set_stop_on_oom(true);
+      }
+      return nthreads;
+    };
+    const int nthreads = workspaces(items.size());
     parallel_items(0, items.size(), nthreads, "anchor: a candidate failed", [&](int tid, std::size_t i) {
       for (std::size_t j : items[i]) {
         Candidate& k = batch[j];
@@ -249,10 +262,26 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
       }
     });
+    std::size_t fit = 0;
+    for (const Candidate& k : batch) fit += fits(k.result) ? 1 : 0;
+    const bool first = evaluated == 0;
+    if (!answers_only && fit < batch.size() && (first ? fit < kOtherTieTries : fit == 0 && !best_valid)) {
+      std::vector<std::size_t> again;
+      for (std::size_t j = 0; j < batch.size(); ++j)
+        if (!fits(batch[j].result)) again.push_back(j);
+      const int nagain = workspaces(again.size());
+      for (SimWorkspace& w : ws) w.set_stop_on_oom(false);
+      parallel_items(0, again.size(), nagain, "anchor: a candidate failed",
+                     [&](int tid, std::size_t i) {
+                       Candidate& k = batch[again[i]];
+                       k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
+                     });
+      for (SimWorkspace& w : ws) w.set_stop_on_oom(true);
+    }
     for (Candidate& k : batch) {
       SimResult& r = k.result;
       ++evaluated;
-      const bool valid = r.valid && std::isfinite(r.step_time);
+      const bool valid = fits(r);
       if (trace) trace->add(valid, r.step_time);
       if (answers_only) {
         constexpr double kNone = std::numeric_limits<double>::infinity();
@@ -292,7 +321,6 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // Program order is the better tie order on most graphs (wide ones by far), first-ready on some
   // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms) and latest-first on others (RNNLM, Inception-v3,
   // WaveNet 4: 0.5-2.4%): the best few candidates are also tried in each other order asked for.
-  constexpr std::size_t kOtherTieTries = 4;
   std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) {
     return a.valid != b.valid ? a.valid : a.key < b.key;
   });

@@ -398,7 +398,9 @@ class PpoTrainer {
 
   // (Its simulations count as samples of the trace; their plans are not answers.)
   void set_reference(GraphTask& t) const {
-    const SimResult d = t.sim->simulate(Plan{});
+    SimWorkspace ws = t.sim->make_workspace();
+    ws.set_stop_on_oom(true);  // only a plan that fits is used
+    const SimResult d = t.sim->simulate(Plan{}, ws);
     t.trace.add(d.valid, d.step_time, false);
     if (d.valid && std::isfinite(d.step_time) && d.step_time > 0) {
       t.reference = d.step_time;
@@ -408,7 +410,7 @@ class PpoTrainer {
     try {
       Plan h;
       h.device = zoo_human_placement(*t.graph, t.sim->cluster().num_devices());
-      const SimResult r = t.sim->simulate(h);
+      const SimResult r = t.sim->simulate(h, ws);
       t.trace.add(r.valid, r.step_time, false);
       if (r.valid && std::isfinite(r.step_time) && r.step_time > 0) {
         t.reference = r.step_time;

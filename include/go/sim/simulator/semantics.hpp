@@ -57,8 +57,8 @@
 //   last consumer on the receiving device completes; a tensor nobody reads is freed when its
 //   producer completes. Peak memory is the maximum over time of resident + live bytes per device. A
 //   device whose usage exceeds DeviceSpec::memory_bytes makes the plan invalid (out of memory); the
-//   simulation still runs to the end (SimOptions::stop_on_oom stops it there) so the step time and
-//   the peaks are reported for penalties.
+//   simulation still runs to the end (SimOptions::stop_on_oom, or a workspace's set_stop_on_oom,
+//   stops it there) so the step time and the peaks are reported for penalties.
 // Validity. A device index out of range, a non-finite priority, a fusion id out of range, a fusion
 //   group spanning devices, a colocation group (Op::colocation) spanning devices (when
 //   SimOptions::check_colocation), a fusion group that is not a kernel a compiler builds (the rules

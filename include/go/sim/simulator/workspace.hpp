@@ -52,6 +52,10 @@ class SimWorkspace {
   // Off by default; when on, every memory change is appended (this allocates).
   void set_record_memory(bool on) { record_memory_ = on; }
   std::span<const MemoryEvent> memory_events() const { return mem_events_; }
+  // Off by default; when on, simulations with this workspace stop at the first out-of-memory, as
+  // with SimOptions::stop_on_oom, for a caller that needs only whether a plan fits (and the step
+  // time of one that does, which stopping does not change).
+  void set_stop_on_oom(bool on) { stop_on_oom_ = on; }
 
  private:
   friend class Simulator;
@@ -83,6 +87,7 @@ class SimWorkspace {
   std::int32_t n_ = -1, m_ = -1, nt_ = -1, ndev_ = -1, ncoloc_ = -1;
   bool fused_ = false;
   bool record_memory_ = false;
+  bool stop_on_oom_ = false;
   std::uint32_t epoch_ = 0;
   std::vector<std::int32_t> pending_;
   std::vector<double> times_;  // per unit: start, finish
