@@ -63,6 +63,7 @@ inline Plan blocks_that_fit(const OpGraph& g, const Cluster& c, const Simulator*
   std::optional<Simulator> own;
   if (!sim) sim = &own.emplace(g, c, so);
   SimWorkspace ws = sim->make_workspace();
+  ws.set_stop_on_oom(true);  // whether a plan fits, the step time of one that does, the first overflow
   const SimResult& r0 = sim->simulate(compute, ws);
   if (r0.valid || r0.status != SimStatus::out_of_memory) return compute;
   const std::string why = sim_reason(r0, g, c);
