@@ -13,11 +13,14 @@ and moves the dropout of segment s to device s mod 8 (the sinusoid, one tensor, 
 each device and each device's channel carries an eighth of the fan-out), and simulates:
   - the first k segments moved, k = 1 ... 96 (the step time is not monotone in k: a search moving
     one op at a time meets a worse plan on the way);
-  - all 96 moved, each dropout given the priority of its segment's first layer-0 op.
-Prints the step times. Deterministic: no random choice.
+  - all 96 moved, each dropout given the priority of its segment's first layer-0 op;
+  - the 96 dropouts on random devices, --scatters times (seeded by --seed).
+Prints the step times.
 
-    PYTHONPATH=build/python python3 bench/xl8_positional.py
+    PYTHONPATH=build/python python3 bench/xl8_positional.py [--scatters 10] [--seed 0]
 """
+import argparse
+import random
 import re
 
 import gopt
@@ -26,6 +29,10 @@ GRAPH, CLUSTER, SEGMENTS = "zoo:transformer_xl8", "v100x8", 96
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scatters", type=int, default=10, help="random scatters of the 96 dropouts (default 10)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the scatters (default 0)")
+    args = ap.parse_args()
     g = gopt.load_graph(GRAPH, training=True)
     anchor = gopt.place(g, CLUSTER, "best-heuristic")
     names = g.names
@@ -57,6 +64,17 @@ def main():
     for s in range(SEGMENTS):
         pri[pos[s]] = first_op[s] + 1e-6
     print("all %d moved, each before its segment's layer-0 ops: %s" % (SEGMENTS, step(dev, pri, fus)))
+    rng = random.Random(args.seed)
+    unfused = base_fus.copy()
+    for i in pos:
+        unfused[i] = -1
+    times = []
+    for _ in range(args.scatters):
+        dev = base_dev.copy()
+        for i in pos:
+            dev[i] = rng.randrange(devices)
+        times.append(step(dev, base_pri, unfused))
+    print("the %d dropouts on random devices (%d draws, seed %d): %s" % (SEGMENTS, args.scatters, args.seed, ", ".join(times)))
 
 
 if __name__ == "__main__":
