@@ -438,6 +438,87 @@ TEST_CASE("Anchor: the best heuristic plan, expressed as actions that decode bac
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_placements": "human,,heft"})"), Catch::Contains("''"));
 }
 
+// Fan-out ops, by hand: an op is one when data edges carry its output to two or more devices other
+// than its own (control edges carry nothing); spread_fan_out moves them round-robin in topological
+// order, each with its colocation group.
+TEST_CASE("Anchor: fan-out ops and their spread, by hand", "[rl]") {
+  GraphInfo info;
+  info.name = "fan_out";
+  GraphBuilder b(info);
+  auto add = [&](const char* name, std::vector<std::int64_t> reads, std::vector<std::int64_t> after = {},
+                 std::int32_t colocation = -1) {
+    OpSpec s;
+    s.name = name;
+    s.kind = OpKind::elementwise;
+    s.flops = 1e6;
+    s.colocation = colocation;
+    s.outputs.push_back(TensorSpec{{256}});
+    for (std::int64_t r : reads) s.inputs.push_back(TensorRef{r, 0});
+    s.control_inputs = std::move(after);
+    b.add_op(std::move(s));
+  };
+  add("src", {});                  // 0: read on devices 1 and 2
+  add("x", {});                    // 1: read on device 0 and on its own
+  add("y", {});                    // 2: data to device 2, a control edge to device 1
+  add("z", {}, {}, 7);             // 3: read on devices 0, 1 and 2; colocated with zg
+  add("zg", {3}, {}, 7);           // 4
+  add("a", {0, 1, 3}, {2});        // 5
+  add("b", {0, 2, 3});             // 6
+  add("c", {1, 3});                // 7
+  const OpGraph g = b.build();
+  const std::vector<std::int32_t> device = {0, 1, 0, 3, 3, 1, 2, 0};
+  CHECK(fan_out_ops(g, device, 4) == std::vector<OpId>{0, 3});
+  const auto spread = spread_fan_out(g, device, 4);
+  REQUIRE(spread);
+  CHECK(spread->ops == std::vector<OpId>{0, 3});
+  CHECK(spread->device == std::vector<std::int32_t>{0, 1, 0, 1, 1, 1, 2, 0});  // src to 0, z and zg to 1
+  CHECK(fan_out_ops(g, std::vector<std::int32_t>(8, 2), 4).empty());         // one device: nothing to spread
+  CHECK(!spread_fan_out(g, std::vector<std::int32_t>(8, 2), 4));
+}
+
+// Transformer-XL's positional encodings (one sinusoid, then one dropout per segment, read by every
+// layer of that segment) are its fan-out ops under the human placement: every device reads them from
+// device 0, whose copy channel carries them ahead of the pipeline's first hand-offs. Spread over
+// the devices they make the anchor faster, and the anchor says so.
+TEST_CASE("Anchor: fan-out ops spread over the devices (Transformer-XL)", "[rl]") {
+  const OpGraph g = make_training_graph(load_graph("zoo:transformer_xl4:segments=8"));
+  const Cluster cl = cluster_preset("v100x4");
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  std::string without = kAnchorPlacements;
+  without.erase(without.find(",spread"));
+  const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, without);
+  const Anchor s = choose_anchor(g, pg, cl, sim, 8);
+  REQUIRE(a.result.valid);
+  REQUIRE(s.result.valid);
+  const std::vector<OpId> fan = fan_out_ops(g, a.plan.device, 4);
+  REQUIRE(fan.size() == 8);
+  for (std::size_t k = 0; k < fan.size(); ++k) CHECK(g.name(fan[k]) == "embedding/seg" + std::to_string(k) + "/pos_dropout");
+  CHECK(s.placement == a.placement + " + fan-out spread");
+  CHECK(s.describe().find(" + fan-out spread") != std::string::npos);
+  CHECK(s.candidates == a.candidates + 1);
+  CHECK(s.result.step_time < a.result.step_time);
+  CHECK(s.result.step_time == sim.simulate(s.plan).step_time);
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    const auto k = std::find(fan.begin(), fan.end(), v);
+    if (k == fan.end()) {
+      CHECK(s.plan.device[i] == a.plan.device[i]);
+      CHECK(s.plan.priority[i] == a.plan.priority[i]);
+    } else {
+      CHECK(s.plan.device[i] == static_cast<std::int32_t>((k - fan.begin()) % 4));
+      CHECK(s.plan.fusion[i] < 0);
+    }
+  }
+  const Plan back = policy::to_plan(policy::decode(g, pg, s.actions, 4, {.ties = s.ties}));
+  CHECK(back.device == s.plan.device);
+  CHECK(back.fusion == s.plan.fusion);
+  CHECK(s.alternatives.size() == a.alternatives.size());  // the spread plan and its base are not each other's
+  // on two devices a fan-out op has nowhere else to go
+  CHECK(choose_anchor(g, pg, cluster_preset("v100x2"), Simulator(g, cluster_preset("v100x2")), 8).placement.find("spread") ==
+        std::string::npos);
+}
+
 // The anchor's simulations stop at the first out-of-memory; where no candidate fits, the anchor is
 // the one that misses by the least, judged (and reported) on its whole step.
 TEST_CASE("Anchor: where nothing fits, the least excess, from whole simulations", "[rl]") {

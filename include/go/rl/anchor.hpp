@@ -21,7 +21,8 @@
 //   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp), as
 //               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
-// least memory excess.
+// least memory excess. Then one more (`spread`), kept when faster: the best candidate with its
+// fan-out ops spread over the devices (spread_fan_out below).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -30,7 +31,9 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "go/baselines/best_trace.hpp"
@@ -66,7 +69,7 @@ inline policy::TieOrder anchor_tie_order(std::string_view name) {
 }
 
 struct Anchor {
-  std::string placement;  // one of kAnchorPlacements
+  std::string placement;  // one of kAnchorPlacements, or "<one> + fan-out spread"
   bool ranked = false;    // upward-rank priority levels
   bool fused = false;     // XLA-like fusion
   policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
@@ -100,6 +103,57 @@ struct Anchor {
     return out;
   }
 };
+
+// The ops whose output is read (a data edge) on two or more devices other than their own under
+// `device`, in topological order.
+inline std::vector<OpId> fan_out_ops(const OpGraph& g, std::span<const std::int32_t> device, int num_devices) {
+  std::vector<OpId> out;
+  std::vector<OpId> seen(static_cast<std::size_t>(num_devices), -1);  // last op that read there
+  for (OpId v : g.topo_order()) {
+    const std::int32_t own = device[static_cast<std::size_t>(v)];
+    int others = 0;
+    const auto succ = g.succ(v);
+    const auto tensors = g.succ_tensors(v);
+    for (std::size_t k = 0; k < succ.size() && others < 2; ++k) {
+      const std::int32_t d = device[static_cast<std::size_t>(succ[k])];
+      if (tensors[k] < 0 || d == own || seen[static_cast<std::size_t>(d)] == v) continue;
+      seen[static_cast<std::size_t>(d)] = v;
+      ++others;
+    }
+    if (others >= 2) out.push_back(v);
+  }
+  return out;
+}
+
+// The fan-out ops of `device` (fan_out_ops) and `device` with them moved round-robin over the
+// devices in topological order, the k-th to device k mod num_devices, each with the ops of its
+// colocation group; nullopt when there are none. The anchor's candidate also leaves them unfused:
+// in a larger kernel each would reach its readers only when the whole kernel is done.
+// Why: an op sends its output once to each device that reads it, on its device's copy channel in
+// request order, so many such ops on one device (Transformer-XL's positional encodings, read by
+// every layer on every device) queue hundreds of transfers ahead of the pipeline's first hand-offs,
+// and nothing else moves them: a search changing a few ops at a time meets slower plans on the way
+// (bench/README.md, "How far any plan could go").
+struct FanOutSpread {
+  std::vector<OpId> ops;
+  std::vector<std::int32_t> device;
+};
+inline std::optional<FanOutSpread> spread_fan_out(const OpGraph& g, std::span<const std::int32_t> device, int num_devices) {
+  std::vector<OpId> fan = fan_out_ops(g, device, num_devices);
+  if (fan.empty()) return std::nullopt;
+  std::vector<std::int32_t> out(device.begin(), device.end());
+  std::unordered_map<std::int32_t, std::int32_t> colocated;  // colocation group -> its new device
+  for (std::size_t k = 0; k < fan.size(); ++k) {
+    const auto d = static_cast<std::int32_t>(k % static_cast<std::size_t>(num_devices));
+    out[static_cast<std::size_t>(fan[k])] = d;
+    if (const std::int32_t grp = g.op(fan[k]).colocation; grp >= 0) colocated.emplace(grp, d);
+  }
+  if (!colocated.empty())
+    for (OpId v = 0; v < g.num_ops(); ++v)
+      if (auto it = colocated.find(g.op(v).colocation); g.op(v).colocation >= 0 && it != colocated.end())
+        out[static_cast<std::size_t>(v)] = it->second;
+  return FanOutSpread{std::move(fan), std::move(out)};
+}
 
 // Upward-rank priority levels in [0, levels): level = floor(levels * rank / max rank), capped.
 inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& sim, int levels) {
@@ -196,6 +250,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     policy::TieOrder ties;
     Plan plan;  // decoded
     SimResult result;
+    bool answer_only = false;  // may become Anchor::faster, never the anchor
   };
   // A fused candidate is decoded from "fuse into producers" on every op: decode() then merges each
   // op with its producers in the XLA-like heuristic's order, so its groups are that heuristic's
@@ -206,6 +261,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // placement is decoded once, by its first candidate (`placed`, per placement and fusion), and
   // the others take its devices and groups.
   std::vector<std::array<std::optional<policy::Decision>, 2>> placed(placements.size());
+  std::size_t spread_pi = std::numeric_limits<std::size_t>::max();  // the fan-out spread's placement, once made
+  std::vector<OpId> spread_ops;
   policy::DecodeOptions dopt;
   dopt.colocate = colocate;
   auto decode_candidate = [&](Candidate& k) {
@@ -216,6 +273,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     if (k.ranked) p.priority = ranks;
     policy::Actions a = policy::actions_from_plan(g, pg, p, priority_levels);
     if (k.fused) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
+    if (k.pi == spread_pi)
+      for (OpId v : spread_ops) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 0;
     policy::DecodeOptions o = dopt;
     o.ties = k.ties;
     if (base) {
@@ -234,8 +293,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // (the least excess is the anchor); those batches simulate their invalid candidates again, whole.
   constexpr std::size_t kOtherTieTries = 4;
   std::vector<SimWorkspace> ws;  // per thread, made once for every batch
-  // answers_only: the batch's plans may become Anchor::faster, never the anchor
-  auto run_batch = [&](std::vector<Candidate>& batch, bool answers_only) {
+  auto run_batch = [&](std::vector<Candidate>& batch) {
     std::vector<std::vector<std::size_t>> items;
     for (std::size_t j = 0; j < batch.size(); ++j) {
       auto same = [&](const std::vector<std::size_t>& it) {
@@ -265,10 +323,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     std::size_t fit = 0;
     for (const Candidate& k : batch) fit += fits(k.result) ? 1 : 0;
     const bool first = evaluated == 0;
-    if (!answers_only && fit < batch.size() && (first ? fit < kOtherTieTries : fit == 0 && !best_valid)) {
+    if (fit < batch.size() && (first ? fit < kOtherTieTries : fit == 0 && !best_valid)) {
       std::vector<std::size_t> again;
       for (std::size_t j = 0; j < batch.size(); ++j)
-        if (!fits(batch[j].result)) again.push_back(j);
+        if (!fits(batch[j].result) && !batch[j].answer_only) again.push_back(j);
       const int nagain = workspaces(again.size());
       for (SimWorkspace& w : ws) w.set_stop_on_oom(false);
       parallel_items(0, again.size(), nagain, "anchor: a candidate failed",
@@ -283,7 +341,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       ++evaluated;
       const bool valid = fits(r);
       if (trace) trace->add(valid, r.step_time);
-      if (answers_only) {
+      if (k.answer_only) {
         constexpr double kNone = std::numeric_limits<double>::infinity();
         const double to_beat = best.faster ? best.faster->result.step_time : best_valid ? best_key : kNone;
         if (valid && r.step_time < to_beat)
@@ -317,29 +375,44 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     for (int ranked = 0; ranked < 2; ++ranked)
       for (int fused = 0; fused < 2; ++fused) batch.push_back({pi, ranked, fused, orders[0], {}, {}});
-  run_batch(batch, false);
+  run_batch(batch);
   // Program order is the better tie order on most graphs (wide ones by far), first-ready on some
   // (gnmt8 at 121 steps, METIS: 2,512 vs 2,834 ms) and latest-first on others (RNNLM, Inception-v3,
   // WaveNet 4: 0.5-2.4%): the best few candidates are also tried in each other order asked for.
   std::stable_sort(tried.begin(), tried.end(), [](const Tried& a, const Tried& b) {
     return a.valid != b.valid ? a.valid : a.key < b.key;
   });
-  auto try_best_in = [&](policy::TieOrder order) {
+  auto try_best_in = [&](policy::TieOrder order, bool answer_only) {
     for (std::size_t i = 0; i < std::min(kOtherTieTries, tried.size()); ++i)
-      batch.push_back({tried[i].placement, tried[i].ranked, tried[i].fused, order, {}, {}});
+      batch.push_back({tried[i].placement, tried[i].ranked, tried[i].fused, order, {}, {}, answer_only});
   };
   batch.clear();
-  for (std::size_t o = 1; o < orders.size(); ++o) try_best_in(orders[o]);
-  run_batch(batch, false);
+  for (std::size_t o = 1; o < orders.size(); ++o) try_best_in(orders[o], false);
+  run_batch(batch);
+  // The best candidate with its fan-out ops spread (the anchor where faster), simulated side by
+  // side with the answers-only tries and before them in the trace. Neither it nor the plan it
+  // spreads is an alternative of the other: they differ in a few ops.
   batch.clear();
+  const std::string base = best.placement;
+  if (best_valid && c.num_devices() > 2 && wanted("spread"))
+    if (auto spread = spread_fan_out(g, best.plan.device, c.num_devices())) {
+      Plan p;
+      p.device = std::move(spread->device);
+      spread_ops = std::move(spread->ops);
+      spread_pi = placements.size();
+      placements.emplace_back(best.placement + " + fan-out spread", std::move(p));
+      per_placement.emplace_back();
+      placed.emplace_back();
+      batch.push_back({spread_pi, best.ranked ? 1 : 0, best.fused ? 1 : 0, best.ties, {}, {}, false});
+    }
   for (const AnchorTieOrder& t : kAnchorTieOrderTable)
-    if (std::find(orders.begin(), orders.end(), t.order) == orders.end()) try_best_in(t.order);
-  run_batch(batch, true);
+    if (std::find(orders.begin(), orders.end(), t.order) == orders.end()) try_best_in(t.order, true);
+  run_batch(batch);
   best.candidates = evaluated;
   const auto order = static_cast<std::size_t>(best.ties);
   std::vector<std::size_t> others;
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
-    if (per_placement[pi][order].set && placements[pi].first != best.placement) others.push_back(pi);
+    if (per_placement[pi][order].set && placements[pi].first != base && pi != spread_pi) others.push_back(pi);
   std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
     return per_placement[a][order].step_time < per_placement[b][order].step_time;
   });
