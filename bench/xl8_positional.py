@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """A plan faster than every method's on transformer_xl8 (v100x8), made by hand.
 
-The paper table's transformer_xl8 row ends at GO's anchor (human placement + rank priorities +
-XLA-like fusion, 133.31 ms): GO, annealing and anneal-anchor find nothing faster in 82 s. In that
-plan gpu0 computes the relative positional encoding of all 96 segments first (one fused kernel:
+Before the anchor gained its fan-out spread candidate (commit a342aa8), the paper table's
+transformer_xl8 row ended at GO's anchor (human placement + rank priorities + XLA-like fusion,
+133.31 ms): GO, annealing and anneal-anchor found nothing faster in 82 s. In that plan gpu0 computes the relative positional encoding of all 96 segments first (one fused kernel:
 the sinusoid and its 96 dropouts) and sends each to the seven other devices, whose layers read it:
 672 transfers queue on gpu0's send channel ahead of layer 0's first output, so gpu1-7 start their
 forward pass about 37 ms late.
 
-This script takes the anchor (gopt.place(..., "best-heuristic")), unfuses the positional dropouts
+This script takes that anchor (gopt.place(..., "best-heuristic") without the `spread` candidate),
+unfuses the positional dropouts
 and moves the dropout of segment s to device s mod 8 (the sinusoid, one tensor, then goes once to
 each device and each device's channel carries an eighth of the fan-out), and simulates:
   - the first k segments moved, k = 1 ... 96 (the step time is not monotone in k: a search moving
     one op at a time meets a worse plan on the way);
   - all 96 moved, each dropout given the priority of its segment's first layer-0 op;
-  - the 96 dropouts on random devices, --scatters times (seeded by --seed).
+  - the 96 dropouts on random devices, --scatters times (seeded by --seed);
+and, for comparison, today's anchor (with the spread candidate: the first of those plans).
 Prints the step times.
 
     PYTHONPATH=build/python python3 bench/xl8_positional.py [--scatters 10] [--seed 0]
@@ -34,7 +36,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="seed of the scatters (default 0)")
     args = ap.parse_args()
     g = gopt.load_graph(GRAPH, training=True)
-    anchor = gopt.place(g, CLUSTER, "best-heuristic")
+    heuristics = [m for m in ("default", "human", "pipeline", "metis", "m-etf", "m-sct", "heft") if m in gopt.methods()]
+    anchor = gopt.place(g, CLUSTER, "best-heuristic", anchor_placements=",".join(heuristics))
     names = g.names
     index = {n: i for i, n in enumerate(names)}
     pos = [index["embedding/seg%d/pos_dropout" % s] for s in range(SEGMENTS)]
@@ -75,6 +78,8 @@ def main():
             dev[i] = rng.randrange(devices)
         times.append(step(dev, base_pri, unfused))
     print("the %d dropouts on random devices (%d draws, seed %d): %s" % (SEGMENTS, args.scatters, args.seed, ", ".join(times)))
+    today = gopt.place(g, CLUSTER, "best-heuristic")
+    print("today's anchor (%s): %.2f ms" % (today.note, today.step_time_ms))
 
 
 if __name__ == "__main__":

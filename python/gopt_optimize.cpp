@@ -251,7 +251,7 @@ void bind_optimize(py::module_& m) {
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
                     std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
                     std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit,
-                    const std::string& anchor_ties) {
+                    const std::string& anchor_ties, const std::string& anchor_placements) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -270,6 +270,11 @@ void bind_optimize(py::module_& m) {
       GO_CHECK(problem.empty(), "gopt.place: anchor_ties ", problem);
     }
     o.anchor_ties = anchor_ties;
+    if (!anchor_placements.empty()) {
+      const std::string problem = go::rl::list_problem(anchor_placements, go::rl::kAnchorPlacements);
+      GO_CHECK(problem.empty(), "gopt.place: anchor_placements ", problem);
+    }
+    o.anchor_placements = anchor_placements;
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -289,7 +294,7 @@ void bind_optimize(py::module_& m) {
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
      py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
-     py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", R"doc(
+     py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", py::arg("anchor_placements") = "", R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
@@ -299,7 +304,9 @@ time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exa
 exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
 anchor_ties: best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's
 anchor is chosen from, of "program,first-ready,latest" ("": "program,first-ready"; an order not listed is
-tried on the anchor's best four candidates as an answer only), as gopt place --anchor-ties.
+tried on the anchor's best four candidates as an answer only), as gopt place --anchor-ties;
+anchor_placements: the same methods: the placements GO's anchor starts from, of
+"default,human,pipeline,metis,m-etf,m-sct,heft,spread" ("": all), as gopt place --anchor-placements.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

@@ -225,6 +225,38 @@ TEST_CASE("gopt place --anchor-ties: latest-first order on request, bad lists re
   }
 }
 
+// --anchor-placements: the placements GO's anchor starts from; without `spread` the anchor is not
+// the one with its fan-out ops spread, one simulation fewer. A bad list fails with one line.
+TEST_CASE("gopt place --anchor-placements: a subset on request, bad lists refused") {
+  go::rl::register_go_methods("");
+  auto place = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"place", "zoo:transformer_xl4:segments=8", "--training", "--cluster", "v100x4",
+                                  "--method", "best-heuristic", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_gopt(args);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto all = place({});
+  const auto human = place({"--anchor-placements", "human"});
+  const auto spread = place({"--anchor-placements", "human,spread"});
+  CHECK(human["note"].get<std::string>().rfind("human", 0) == 0);
+  CHECK_THAT(spread["note"].get<std::string>(), Contains("human + fan-out spread"));
+  CHECK(spread["simulations"].get<int>() == human["simulations"].get<int>() + 1);
+  CHECK(spread["step_time_ms"].get<double>() < human["step_time_ms"].get<double>());
+  CHECK(all["step_time_ms"].get<double>() <= spread["step_time_ms"].get<double>());
+  for (const std::string bad : {"human,fanout", "human,human", ""}) {
+    INFO(bad);
+    const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "best-heuristic",
+                             "--anchor-placements", bad});
+    CHECK(r.code != 0);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains("--anchor-placements: ") && (Contains("expected a comma-separated list of default,") ||
+                                                           Contains("twice")));
+  }
+}
+
 TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
   const std::string csv = tmp_path("eval.csv");
   const auto r = run_gopt({"eval", "--graphs", "zoo:rnnlm2,zoo:inception_v3", "--cluster", "v100x2", "--methods",

@@ -32,7 +32,7 @@ struct EvalCliOptions {
   std::uint64_t seed = 0;
   std::int64_t budget = 1000, finetune = -1;
   double time_limit = 0;
-  std::string anchor_ties;
+  std::string anchor_ties, anchor_placements;
   std::string policy, trace_dir;
   bool training = false;
 };
@@ -188,6 +188,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
   cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)->check(anchor_ties_check());
+  cmd->add_option("--anchor-placements", opts->anchor_placements, anchor_placements_help())
+      ->check(anchor_placements_check());
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")

@@ -30,6 +30,12 @@ inline constexpr const char* kAnchorTiesHelp =
     "from, of program,first-ready,latest: every candidate in the first, its best four in each other one; the "
     "orders not listed are tried on those four as answers only, never as the anchor (default "
     "program,first-ready; latest = the op latest in topological order first)";
+inline std::string anchor_placements_help() {
+  return "best-heuristic, anneal-anchor, go methods: the placements GO's anchor starts from, of " +
+         go::rl::kAnchorPlacements +
+         " (default: all; spread = the best of the others with its fan-out ops, those read on two or more other "
+         "devices, spread over the devices)";
+}
 // A bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1").
 inline void one_line_parse_errors(CLI::App& app) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gopt: ") + e.what() + "\n"; });
@@ -39,6 +45,11 @@ inline void one_line_parse_errors(CLI::App& app) {
 inline CLI::Validator anchor_ties_check() {
   return CLI::Validator(
       [](std::string& s) { return go::rl::list_problem(s, go::rl::kAnchorTieOrders); }, "LIST");
+}
+// Checks --anchor-placements as the training config checks "anchor_placements".
+inline CLI::Validator anchor_placements_check() {
+  return CLI::Validator(
+      [](std::string& s) { return go::rl::list_problem(s, go::rl::kAnchorPlacements); }, "LIST");
 }
 inline constexpr const char* kCostHelp =
     "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "

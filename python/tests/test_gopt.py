@@ -615,6 +615,30 @@ class CliEquality(unittest.TestCase):
         with self.assertRaisesRegex(gopt.Error, "anchor_ties has 'last'"):
             gopt.place(g, "v100x2", "best-heuristic", anchor_ties="program,last")
 
+    def test_anchor_placements(self):
+        # the placements GO's anchor starts from, as gopt place --anchor-placements: on Transformer-XL
+        # (4 devices) the best one with its positional encodings spread over the devices is faster,
+        # and go-zero-shot starts from the same anchor
+        g = gopt.load_graph("zoo:transformer_xl4:segments=8", training=True)
+        others = "default,human,pipeline,metis,m-etf,m-sct,heft"
+        if "metis" not in gopt.methods():
+            others = others.replace(",metis", "")
+        plain = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=others)
+        spread = gopt.place(g, "v100x4", "best-heuristic")
+        self.assertNotIn("fan-out spread", plain.note)
+        self.assertEqual(spread.note, plain.note.split(" + ")[0] + " + fan-out spread" +
+                         plain.note[len(plain.note.split(" + ")[0]):])
+        self.assertLess(spread.step_time_ms, plain.step_time_ms)
+        self.assertEqual(spread.simulations, plain.simulations + 1)
+        self.assertEqual(gopt.simulate(g, "v100x4", spread.plan).step_time_ms, spread.step_time_ms)
+        zs = gopt.place(g, "v100x4", "go-zero-shot", anchor_placements=others)
+        self.assertTrue(zs.note.startswith("anchor " + plain.note + " "))
+        j = json.loads(self.cli("place", "zoo:transformer_xl4:segments=8", "--training", "--cluster", "v100x4",
+                                "--method", "best-heuristic", "--anchor-placements", others, "--json"))
+        self.assertEqual(j["step_time_ms"], plain.step_time_ms)
+        with self.assertRaisesRegex(gopt.Error, "anchor_placements has 'fanout'"):
+            gopt.place(g, "v100x4", "best-heuristic", anchor_placements="human,fanout")
+
     def test_place_and_simulate(self):
         g = gopt.load_graph(RESNET18, training=True)
         with tempfile.TemporaryDirectory() as d:

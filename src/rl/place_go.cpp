@@ -29,7 +29,10 @@ namespace {
 Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po, BestTrace* trace = nullptr) {
   const Simulator sim(g, c, po.sim);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, kAnchorPlacements, po.seed, trace,
+  const std::string& which = po.anchor_placements.empty() ? kAnchorPlacements : po.anchor_placements;
+  const std::string problem = list_problem(which, kAnchorPlacements);
+  GO_CHECK(problem.empty(), "anchor: the placements ", problem);
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, which, po.seed, trace,
                        po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties);
 }
 
@@ -43,7 +46,8 @@ std::string ms(double t) {
 }  // namespace
 
 TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
-                            int samples, std::uint64_t seed, const std::string& anchor_ties) {
+                            int samples, std::uint64_t seed, const std::string& anchor_ties,
+                            const std::string& anchor_placements) {
   const LoadedTensors lt = load_tensors(policy_path);
   TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
                         ? TrainConfig::from_saved_json(lt.meta.at("config"), policy_path + ": config")
@@ -55,7 +59,7 @@ TrainConfig finetune_config(const std::string& policy_path, const policy::GoPoli
   cfg.training = false;  // the graph is placed as given
   cfg.samples = samples;
   cfg.minibatch = samples;
-  cfg.anchor_placements = TrainConfig{}.anchor_placements;  // every heuristic, whatever pre-training used
+  cfg.anchor_placements = anchor_placements;  // by default every heuristic, whatever pre-training used
   cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
   cfg.block_moves = 0.5;
@@ -83,7 +87,8 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
     pc.seed = o.seed + 1;  // a fresh draw of the same architecture
     pol = std::make_shared<policy::GoPolicy>(pc);
   }
-  const TrainConfig cfg = finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties);
+  const TrainConfig cfg =
+      finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties, o.anchor_placements);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -158,6 +163,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       o.time_limit = po.time_limit;
       o.from_scratch = kind == Kind::one;
       if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
+      if (!po.anchor_placements.empty()) o.anchor_placements = po.anchor_placements;
       const std::int64_t updates =
           po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
       o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;

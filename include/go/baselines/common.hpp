@@ -53,6 +53,8 @@ struct PlaceOptions {
   // best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's
   // anchor tries (go/rl/config.hpp kAnchorTieOrders; "" = kAnchorTies, its default).
   std::string anchor_ties;
+  // ... and the placements it starts from (kAnchorPlacements, its default: "").
+  std::string anchor_placements;
 };
 
 struct PlaceResult {

@@ -80,7 +80,8 @@ inline constexpr int kFinetuneSamples = 128;
 // 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
 // rows improve by 0.2-8.0% for 1.3-1.6x the time, and gnmt4 is not stalled.
 TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
-                            int samples, std::uint64_t seed, const std::string& anchor_ties = kAnchorTies);
+                            int samples, std::uint64_t seed, const std::string& anchor_ties = kAnchorTies,
+                            const std::string& anchor_placements = kAnchorPlacements);
 
 struct GoPlaceOptions {
   std::string policy;          // a policy file or gopt train checkpoint
@@ -93,6 +94,7 @@ struct GoPlaceOptions {
   bool from_scratch = false;   // go-one: a fresh network of the policy file's architecture (its
                                // "seed" re-drawn from `seed`), trained on this graph alone
   std::string anchor_ties = kAnchorTies;  // the anchor's tie orders (TrainConfig::anchor_ties)
+  std::string anchor_placements = kAnchorPlacements;  // ... and placements (TrainConfig::anchor_placements)
 };
 
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
