@@ -185,6 +185,16 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
 }
 
+// A bad list for an anchor flag: exit non-zero, one line naming the flag and what it expects.
+static void check_bad_anchor_list(const std::string& flag, const std::string& bad, const std::string& known) {
+  INFO(flag << " " << bad);
+  const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "best-heuristic", flag, bad});
+  CHECK(r.code != 0);
+  CHECK(r.out.empty());
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Contains(flag + ": ") && (Contains("expected a comma-separated list of " + known) || Contains("twice")));
+}
+
 // --anchor-ties: the orders GO's anchor is chosen from; best-heuristic tries the others too, as
 // answers. On the RNNLM training graph latest-first is the fastest (tests/test_rl.cpp rebuilds that
 // plan by hand), found either way, and the plan written re-simulates to the step time reported. A
@@ -213,16 +223,8 @@ TEST_CASE("gopt place --anchor-ties: latest-first order on request, bad lists re
   CHECK(nlohmann::json::parse(sim.out)["step_time_ms"].get<double>() ==
         Approx(latest["step_time_ms"].get<double>()).epsilon(1e-9));
   fs::remove(plan);
-  for (const std::string bad : {"program,last", "latest,latest", ""}) {
-    INFO(bad);
-    const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "best-heuristic",
-                             "--anchor-ties", bad});
-    CHECK(r.code != 0);
-    CHECK(r.out.empty());
-    CHECK(count_lines(r.err) == 1);
-    CHECK_THAT(r.err, Contains("--anchor-ties: ") && (Contains("expected a comma-separated list of program,first-ready,latest") ||
-                                                     Contains("twice")));
-  }
+  for (const std::string bad : {"program,last", "latest,latest", ""})
+    check_bad_anchor_list("--anchor-ties", bad, "program,first-ready,latest");
 }
 
 // --anchor-placements: the placements GO's anchor starts from; without `spread` the anchor is not
@@ -245,16 +247,8 @@ TEST_CASE("gopt place --anchor-placements: a subset on request, bad lists refuse
   CHECK(spread["simulations"].get<int>() == human["simulations"].get<int>() + 1);
   CHECK(spread["step_time_ms"].get<double>() < human["step_time_ms"].get<double>());
   CHECK(all["step_time_ms"].get<double>() <= spread["step_time_ms"].get<double>());
-  for (const std::string bad : {"human,fanout", "human,human", ""}) {
-    INFO(bad);
-    const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "best-heuristic",
-                             "--anchor-placements", bad});
-    CHECK(r.code != 0);
-    CHECK(r.out.empty());
-    CHECK(count_lines(r.err) == 1);
-    CHECK_THAT(r.err, Contains("--anchor-placements: ") && (Contains("expected a comma-separated list of default,") ||
-                                                           Contains("twice")));
-  }
+  for (const std::string bad : {"human,fanout", "human,human", ""})
+    check_bad_anchor_list("--anchor-placements", bad, go::rl::kAnchorPlacements);
 }
 
 TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
