@@ -29,10 +29,8 @@ namespace {
 Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& po, BestTrace* trace = nullptr) {
   const Simulator sim(g, c, po.sim);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  const std::string& which = po.anchor_placements.empty() ? kAnchorPlacements : po.anchor_placements;
-  const std::string problem = list_problem(which, kAnchorPlacements);
-  GO_CHECK(problem.empty(), "anchor: the placements ", problem);
-  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true, which, po.seed, trace,
+  return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
+                       po.anchor_placements.empty() ? kAnchorPlacements : po.anchor_placements, po.seed, trace,
                        po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties);
 }
 

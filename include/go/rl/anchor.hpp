@@ -188,6 +188,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
                             const std::string& tie_orders = kAnchorTies, int threads = 0) {
   const std::string problem = list_problem(tie_orders, kAnchorTieOrders);
   GO_CHECK(problem.empty(), "anchor: the tie orders ", problem);
+  const std::string unknown = list_problem(which, kAnchorPlacements);
+  GO_CHECK(unknown.empty(), "anchor: the placements ", unknown);
   std::vector<policy::TieOrder> orders;
   for (const std::string& t : comma_items(tie_orders)) orders.push_back(anchor_tie_order(t));
   // The heuristic placements and the rank levels, computed side by side on `threads` threads, are
