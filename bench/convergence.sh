@@ -16,7 +16,7 @@
 # Per row, one run of each method: hdp and hdp-tuned for T seconds, go with --finetune N (128
 # samples per update), go-one for T seconds, anneal for T seconds (or 100,000 simulations). Every
 # method counts samples the same way: each simulator call that evaluates a plan is one sample, in
-# the order the method makes them (GO: its reward reference, its anchor's candidates, the zero-shot
+# the order the method makes them (GO: its anchor's candidates, its reward reference, the zero-shot
 # plans, then each update's samples; a batch simulated in parallel is recorded in its own order),
 # and its note ends with the best step time after each improvement (trace samples:seconds:ms,
 # go/baselines/best_trace.hpp). A curve is the prefix of one run: a run given a smaller budget can

@@ -66,8 +66,10 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
       if (cfg_.block_moves > 0)
         for (OpId v : depth_first_topo_order(g)) t->block_rows.push_back(t->pg.row_of[static_cast<std::size_t>(v)]);
       t->sim = std::make_unique<Simulator>(g, clusters_[ci]);
-      set_reference(*t);
+      // the anchor's candidates before the reward reference, which only training reads: the
+      // trace's first samples are plans the method may answer
       if (cfg_.policy.anchor) init_anchor(*t);
+      set_reference(*t);
       tasks_.push_back(std::move(t));
     }
   }

@@ -125,8 +125,8 @@ struct GraphTask {
   std::string anchor;                  // the anchor plan's heuristics ("" without an anchor)
   double anchor_step_time = kInf;      // its step time (+inf: out of memory)
   std::optional<Anchor::Faster> anchor_faster;  // Anchor::faster: an answer, never a starting point
-  // Every simulation of this graph's plans, in order: the reference's (a sample, never an answer),
-  // the anchor's candidates, zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
+  // Every simulation of this graph's plans, in order: the anchor's candidates, the reference's (a
+  // sample, never an answer), zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
   BestTrace trace;
   std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
   // Rows in depth_first_topo_order, the order of annealing's device moves (go/baselines/search.hpp):
