@@ -558,17 +558,40 @@ TEST_CASE("Anchor: where nothing fits, the least excess, from whole simulations"
 // least busy placement): the trace's first sample is that plan, rebuilt here by hand; the anchor
 // is the best candidate whatever the order, and the trainer's reward reference comes after them.
 TEST_CASE("Anchor: candidates simulated likeliest best first, the reward reference after them", "[rl]") {
-  {  // the busiest device's op time, by hand
-    const OpGraph g = two_chains(3);
+  {  // the busiest device's op and send time, by hand
+    const OpGraph g = two_chains(3);  // a0 -> a1 -> a2, b0 -> b1 -> b2; 1 KB tensors
     const Cluster cl = same_two();
     const Simulator sim(g, cl);
-    double all = 0, first = 0;
+    double all = 0;
     for (OpId v = 0; v < g.num_ops(); ++v) all += sim.op_cost(v, 0);
-    std::vector<std::int32_t> split(static_cast<std::size_t>(g.num_ops()), 1);
-    split[0] = 0;
-    first = sim.op_cost(0, 0);
+    const double send = 2e-5 + 1024 / 25e9;  // one 16x16 f32 tensor over a link
     CHECK(busiest_device_load(g, sim, {}, 2) == Approx(all).epsilon(1e-12));
-    CHECK(busiest_device_load(g, sim, split, 2) == Approx(std::max(first, all - first)).epsilon(1e-12));
+    std::vector<std::int32_t> split(static_cast<std::size_t>(g.num_ops()), 1);
+    split[0] = 0;  // a0 alone, sending to a1
+    const double a0 = sim.op_cost(0, 0);
+    CHECK(busiest_device_load(g, sim, split, 2) == Approx(std::max(a0 + send, all - a0)).epsilon(1e-12));
+    split.assign(split.size(), 0);
+    split[1] = split[4] = 1;  // a0 -> a1 and b0 -> b1 cross, and back: four sends
+    const double on1 = sim.op_cost(1, 1) + sim.op_cost(4, 1);
+    CHECK(busiest_device_load(g, sim, split, 2) == Approx(std::max(all - on1 + 2 * send, on1 + 2 * send)).epsilon(1e-12));
+    // a tensor read twice on one other device is sent once
+    GraphBuilder b(GraphInfo{});
+    for (int i = 0; i < 3; ++i) {
+      OpSpec o;
+      o.name = "x" + std::to_string(i);
+      o.kind = OpKind::matmul;
+      o.flops = 1e9;
+      TensorSpec t;
+      t.shape = {16, 16};
+      o.outputs.push_back(t);
+      if (i > 0) o.inputs.push_back(TensorRef{0, 0});
+      b.add_op(std::move(o));
+    }
+    const OpGraph fan = b.build();
+    const Simulator fs(fan, cl);
+    const std::vector<std::int32_t> one_reader_device{0, 1, 1};
+    CHECK(busiest_device_load(fan, fs, one_reader_device, 2) ==
+          Approx(std::max(fs.op_cost(0, 0) + send, fs.op_cost(1, 1) + fs.op_cost(2, 1))).epsilon(1e-12));
   }
   const OpGraph g = make_training_graph(load_graph("zoo:rnnlm2"));
   const Cluster cl = cluster_preset("v100x2");
@@ -579,7 +602,7 @@ TEST_CASE("Anchor: candidates simulated likeliest best first, the reward referen
   CHECK(a.describe() == "human + xla fusion");
   CHECK(trace.samples() == a.candidates);
   CHECK(trace.best() == a.answer_result().step_time);
-  // human's busiest device has 0.7x of default's load, so its fused, ranked candidate is the first sample
+  // human's busiest device has 0.71x of default's load, so its fused, ranked candidate is the first sample
   const Plan human = human_plan(g, cl);
   CHECK(busiest_device_load(g, sim, human.device, 2) < 0.75 * busiest_device_load(g, sim, {}, 2));
   Plan p;
