@@ -543,17 +543,6 @@ TEST_CASE("Anchor: where nothing fits, the least excess, from whole simulations"
   }
 }
 
-// The saddle of identical devices (see the learning test above), broken by the anchor: starting
-// from every op on device 0, PPO finds plans that use the idle second device and the sampled plans
-// get faster. (The greedy plan moves slowly here: moving any single op helps, chain a's as much as
-// chain b's, so which chain should move is itself a symmetric choice.)
-// On RNNLM (2 layers, training graph, 2 V100s) the human placement with XLA-like fusion is the best
-// heuristic, and it runs 0.5% faster when the ops of one level run latest-first (the ready op
-// furthest along the topological order: the LSTM chain keeps moving) than in program or first-ready
-// order. The anchor asked for that order finds it; its plan is rebuilt here from the parts: no
-// priorities but the topological position as the tie. By default that order is not the anchor's
-// (fine-tuning does not start from it) but an answer: Anchor::faster, which best-heuristic and GO
-// answer with when nothing they found is faster.
 // The first batch of candidates is simulated likeliest best first (fused, rank priorities, the
 // least busy placement): the trace's first sample is that plan, rebuilt here by hand; the anchor
 // is the best candidate whatever the order, and the trainer's reward reference comes after them.
@@ -632,6 +621,13 @@ TEST_CASE("Anchor: candidates simulated likeliest best first, the reward referen
   CHECK(t.task(0).reference_kind == "default");
 }
 
+// On RNNLM (2 layers, training graph, 2 V100s) the human placement with XLA-like fusion is the best
+// heuristic, and it runs 0.5% faster when the ops of one level run latest-first (the ready op
+// furthest along the topological order: the LSTM chain keeps moving) than in program or first-ready
+// order. The anchor asked for that order finds it; its plan is rebuilt here from the parts: no
+// priorities but the topological position as the tie. By default that order is not the anchor's
+// (fine-tuning does not start from it) but an answer: Anchor::faster, which best-heuristic and GO
+// answer with when nothing they found is faster.
 TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by hand", "[rl]") {
   const OpGraph g = make_training_graph(load_graph("zoo:rnnlm2"));
   const Cluster cl = cluster_preset("v100x2");
@@ -691,6 +687,10 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   CHECK(answer == std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
 }
 
+// The saddle of identical devices (see the learning test above), broken by the anchor: starting
+// from every op on device 0, PPO finds plans that use the idle second device and the sampled plans
+// get faster. (The greedy plan moves slowly here: moving any single op helps, chain a's as much as
+// chain b's, so which chain should move is itself a symmetric choice.)
 TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") {
   const OpGraph g = two_chains(4);
   const Cluster cl = same_two();
