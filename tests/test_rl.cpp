@@ -554,15 +554,15 @@ TEST_CASE("Anchor: candidates simulated likeliest best first, the reward referen
     double all = 0;
     for (OpId v = 0; v < g.num_ops(); ++v) all += sim.op_cost(v, 0);
     const double send = 2e-5 + 1024 / 25e9;  // one 16x16 f32 tensor over a link
-    CHECK(busiest_device_load(g, sim, {}, 2) == Approx(all).epsilon(1e-12));
+    CHECK(busiest_device_load(g, sim, {}) == Approx(all).epsilon(1e-12));
     std::vector<std::int32_t> split(static_cast<std::size_t>(g.num_ops()), 1);
     split[0] = 0;  // a0 alone, sending to a1
     const double a0 = sim.op_cost(0, 0);
-    CHECK(busiest_device_load(g, sim, split, 2) == Approx(std::max(a0 + send, all - a0)).epsilon(1e-12));
+    CHECK(busiest_device_load(g, sim, split) == Approx(std::max(a0 + send, all - a0)).epsilon(1e-12));
     split.assign(split.size(), 0);
     split[1] = split[4] = 1;  // a0 -> a1 and b0 -> b1 cross, and back: four sends
     const double on1 = sim.op_cost(1, 1) + sim.op_cost(4, 1);
-    CHECK(busiest_device_load(g, sim, split, 2) == Approx(std::max(all - on1 + 2 * send, on1 + 2 * send)).epsilon(1e-12));
+    CHECK(busiest_device_load(g, sim, split) == Approx(std::max(all - on1 + 2 * send, on1 + 2 * send)).epsilon(1e-12));
     // a tensor read twice on one other device is sent once
     GraphBuilder b(GraphInfo{});
     for (int i = 0; i < 3; ++i) {
@@ -579,7 +579,7 @@ TEST_CASE("Anchor: candidates simulated likeliest best first, the reward referen
     const OpGraph fan = b.build();
     const Simulator fs(fan, cl);
     const std::vector<std::int32_t> one_reader_device{0, 1, 1};
-    CHECK(busiest_device_load(fan, fs, one_reader_device, 2) ==
+    CHECK(busiest_device_load(fan, fs, one_reader_device) ==
           Approx(std::max(fs.op_cost(0, 0) + send, fs.op_cost(1, 1) + fs.op_cost(2, 1))).epsilon(1e-12));
   }
   const OpGraph g = make_training_graph(load_graph("zoo:rnnlm2"));
@@ -593,7 +593,7 @@ TEST_CASE("Anchor: candidates simulated likeliest best first, the reward referen
   CHECK(trace.best() == a.answer_result().step_time);
   // human's busiest device has 0.71x of default's load, so its fused, ranked candidate is the first sample
   const Plan human = human_plan(g, cl);
-  CHECK(busiest_device_load(g, sim, human.device, 2) < 0.75 * busiest_device_load(g, sim, {}, 2));
+  CHECK(busiest_device_load(g, sim, human.device) < 0.75 * busiest_device_load(g, sim, {}));
   Plan p;
   p.device = human.device;
   p.priority = upward_rank_levels(g, sim, 8);

@@ -158,10 +158,9 @@ inline std::optional<FanOutSpread> spread_fan_out(const OpGraph& g, std::span<co
 
 // The largest sum, over one device, of its ops' times and of the transfers it sends (each output
 // once per other device that reads it) under `device` (empty: every op on device 0).
-inline double busiest_device_load(const OpGraph& g, const Simulator& sim, std::span<const std::int32_t> device,
-                                  int num_devices) {
+inline double busiest_device_load(const OpGraph& g, const Simulator& sim, std::span<const std::int32_t> device) {
   const Cluster& c = sim.cluster();
-  std::vector<double> load(static_cast<std::size_t>(std::max(num_devices, 1)), 0.0);
+  std::vector<double> load(static_cast<std::size_t>(c.num_devices()), 0.0);
   std::vector<std::pair<TensorId, std::int32_t>> sent;  // (tensor, device) pairs of one op
   for (OpId v = 0; v < g.num_ops(); ++v) {
     const std::int32_t d = device.empty() ? 0 : device[static_cast<std::size_t>(v)];
@@ -417,7 +416,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     // time, least first. Only the trace's order changes: the anchor is the same.
     std::vector<double> load(placements.size());
     for (std::size_t pi = 0; pi < placements.size(); ++pi)
-      load[pi] = busiest_device_load(g, sim, placements[pi].second.device, c.num_devices());
+      load[pi] = busiest_device_load(g, sim, placements[pi].second.device);
     std::vector<std::size_t> order(batch.size());
     for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
