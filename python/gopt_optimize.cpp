@@ -265,16 +265,15 @@ void bind_optimize(py::module_& m) {
     o.sim.cost = go::parse_cost_source(cost);
     GO_CHECK(time_limit >= 0, "gopt.place: time_limit must be >= 0 seconds, got ", time_limit);
     o.time_limit = time_limit;
-    if (!anchor_ties.empty()) {
-      const std::string problem = go::rl::list_problem(anchor_ties, go::rl::kAnchorTieOrders);
-      GO_CHECK(problem.empty(), "gopt.place: anchor_ties ", problem);
-    }
-    o.anchor_ties = anchor_ties;
-    if (!anchor_placements.empty()) {
-      const std::string problem = go::rl::list_problem(anchor_placements, go::rl::kAnchorPlacements);
-      GO_CHECK(problem.empty(), "gopt.place: anchor_placements ", problem);
-    }
-    o.anchor_placements = anchor_placements;
+    // "" keeps the default; anything else must be a list of known names, each once
+    auto anchor_list = [](const char* arg, const std::string& list, const std::string& known) {
+      if (list.empty()) return list;
+      const std::string problem = go::rl::list_problem(list, known);
+      GO_CHECK(problem.empty(), "gopt.place: ", arg, " ", problem);
+      return list;
+    };
+    o.anchor_ties = anchor_list("anchor_ties", anchor_ties, go::rl::kAnchorTieOrders);
+    o.anchor_placements = anchor_list("anchor_placements", anchor_placements, go::rl::kAnchorPlacements);
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;

@@ -41,15 +41,10 @@ inline void one_line_parse_errors(CLI::App& app) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gopt: ") + e.what() + "\n"; });
 }
 
-// Checks --anchor-ties as the training config checks "anchor_ties".
-inline CLI::Validator anchor_ties_check() {
-  return CLI::Validator(
-      [](std::string& s) { return go::rl::list_problem(s, go::rl::kAnchorTieOrders); }, "LIST");
-}
-// Checks --anchor-placements as the training config checks "anchor_placements".
-inline CLI::Validator anchor_placements_check() {
-  return CLI::Validator(
-      [](std::string& s) { return go::rl::list_problem(s, go::rl::kAnchorPlacements); }, "LIST");
+// Checks a list of names of `known` (--anchor-ties, --anchor-placements) as the training config
+// checks "anchor_ties" and "anchor_placements".
+inline CLI::Validator name_list_check(const std::string& known) {
+  return CLI::Validator([known](std::string& s) { return go::rl::list_problem(s, known); }, "LIST");
 }
 inline constexpr const char* kCostHelp =
     "measured | roofline: op times from the graph's measured profile where it has one (default), or from the "

@@ -92,9 +92,10 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
-  cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)->check(anchor_ties_check());
+  cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)
+      ->check(name_list_check(go::rl::kAnchorTieOrders));
   cmd->add_option("--anchor-placements", opts->anchor_placements, anchor_placements_help())
-      ->check(anchor_placements_check());
+      ->check(name_list_check(go::rl::kAnchorPlacements));
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
