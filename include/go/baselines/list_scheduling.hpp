@@ -58,7 +58,6 @@
 #include <queue>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "go/baselines/common.hpp"
@@ -135,6 +134,7 @@ struct ListState {
         used(static_cast<std::size_t>(cluster.num_devices()), 0), coloc(graph),
         send_free(static_cast<std::size_t>(cluster.num_devices()), 0.0),
         recv_free(static_cast<std::size_t>(cluster.num_devices()), 0.0) {
+    arrived.assign(static_cast<std::size_t>(graph.num_tensors()) * static_cast<std::size_t>(cluster.num_devices()), -1.0);
     lazy.assign(static_cast<std::size_t>(graph.num_ops()), 0);
     for (OpId v = 0; v < graph.num_ops(); ++v) {
       if (graph.in_degree(v) != 0) continue;
@@ -162,10 +162,12 @@ struct ListState {
   // one channel per device for both directions, sender only the send channel), and when each tensor
   // reached each device (a tensor is sent once per destination, as in the simulator).
   std::vector<double> send_free, recv_free;
-  std::unordered_map<std::int64_t, double> arrived;
+  // per (tensor, device): when the tensor arrived there, or -1 (a flat table, not a hash map: the
+  // list schedulers look it up for every remote input of every op on every device)
+  std::vector<double> arrived;
 
-  std::int64_t key(TensorId t, std::int32_t d) const {
-    return static_cast<std::int64_t>(t) * c.num_devices() + d;
+  std::size_t key(TensorId t, std::int32_t d) const {
+    return static_cast<std::size_t>(t) * static_cast<std::size_t>(c.num_devices()) + static_cast<std::size_t>(d);
   }
   // When every input of v is on device d: inputs already there count at their arrival; the others
   // are sent in order of their producers' finish (the simulator's request order), each after its
@@ -183,7 +185,7 @@ struct ListState {
       const double f = finish[static_cast<std::size_t>(pred[e])];
       if (du == d) t = std::max(t, f);
       else if (pt[e] < 0) t = std::max(t, f + c.link_latency(du, d));
-      else if (auto it = arrived.find(key(pt[e], d)); it != arrived.end()) t = std::max(t, it->second);
+      else if (const double a = arrived[key(pt[e], d)]; a >= 0) t = std::max(t, a);
       else need_.push_back({f, du, pt[e]});
     }
     if (need_.empty()) return t;
@@ -203,7 +205,7 @@ struct ListState {
       snd = a;
       if (cm != ChannelModel::sender) recv = a;
       t = std::max(t, a);
-      if (commit) arrived.emplace(key(x.t, d), a);
+      if (commit) arrived[key(x.t, d)] = a;
     }
     if (commit) {
       if (cm == ChannelModel::shared) send_tmp_[static_cast<std::size_t>(d)] = std::max(send_tmp_[static_cast<std::size_t>(d)], recv);
