@@ -1,10 +1,13 @@
 // Bandwidth-bound ops of the policy (activations, broadcasting arithmetic,
 // layer norm, softmax) in GB/s, next to the anchor: a STREAM-like copy of the
-// same number of bytes with the same threads, measured in the same run.
+// same number of bytes with the same threads, measured in the same run. And the policy's
+// categorical draws in draws/s, next to drawing sample by sample.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "go/autograd/autograd.hpp"
 
@@ -104,6 +107,42 @@ void BM_softmax_forward(benchmark::State& st) {
   report(st, 2.0 * n * kCols * 4);
 }
 
+// The policy's K samples of one task: K categorical draws per row of probabilities [n, a], in
+// draws/s. Anchor: one sample_from_probs(probs, rng) per sample; the batched form draws the same
+// actions (tests/test_ops.cpp), each row's cumulative sums made once for the K draws.
+go::Tensor draw_probs(std::int64_t n, std::int64_t a) {
+  go::Rng rng(3);
+  return go::categorical_probs(go::Tensor::uniform(go::Shape{n, a}, rng, -2, 2));
+}
+std::vector<go::Rng> draw_rngs(std::int64_t k) {
+  std::vector<go::Rng> r;
+  for (std::int64_t j = 0; j < k; ++j) r.push_back(go::Rng(5).fork(static_cast<std::uint64_t>(j)));
+  return r;
+}
+void report_draws(benchmark::State& st, std::int64_t n, std::int64_t k) {
+  st.counters["draws"] = benchmark::Counter(static_cast<double>(n * k) * st.iterations(), benchmark::Counter::kIsRate);
+}
+void BM_draws_anchor_per_sample(benchmark::State& st) {
+  const std::int64_t n = 80588, a = st.range(0), k = st.range(1);
+  const go::Tensor probs = draw_probs(n, a);
+  std::vector<go::Rng> rngs = draw_rngs(k);
+  for (auto _ : st)
+    for (go::Rng& r : rngs) benchmark::DoNotOptimize(go::sample_from_probs(probs, r).data<std::int32_t>());
+  report_draws(st, n, k);
+}
+void BM_draws_batched(benchmark::State& st) {
+  const std::int64_t n = 80588, a = st.range(0), k = st.range(1);
+  const go::Tensor probs = draw_probs(n, a);
+  std::vector<go::Rng> rngs = draw_rngs(k);
+  for (auto _ : st) benchmark::DoNotOptimize(go::sample_from_probs(probs, std::span<go::Rng>(rngs)).size());
+  report_draws(st, n, k);
+}
+void draw_sizes(benchmark::internal::Benchmark* b) {
+  for (std::int64_t a : {2, 8, 16})
+    for (std::int64_t k : {16, 128}) b->Args({a, k});
+  b->ArgNames({"a", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t n : {1000, 10000, 100000}) b->Arg(n);
   b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -118,3 +157,5 @@ BENCHMARK(BM_add_row_broadcast)->Apply(sizes);
 BENCHMARK(BM_layer_norm_forward)->Apply(sizes);
 BENCHMARK(BM_layer_norm_backward)->Apply(sizes);
 BENCHMARK(BM_softmax_forward)->Apply(sizes);
+BENCHMARK(BM_draws_anchor_per_sample)->Apply(draw_sizes);
+BENCHMARK(BM_draws_batched)->Apply(draw_sizes);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <span>
 #include <cstring>
 #include <limits>
 
@@ -462,6 +463,44 @@ TEST_CASE("categorical: sampling frequencies, log-prob and entropy", "[ops]") {
   REQUIRE(categorical_entropy(V(Tensor::zeros(Shape{1, 8}))).value().at(0) == Approx(std::log(8.0)));
   REQUIRE_THROWS_WITH(categorical_log_prob(V(logits), Tensor::from_vector<std::int32_t>({0, 5, 0, 0})),
                       Catch::Contains("out of range"));
+}
+
+TEST_CASE("categorical: K draws at once are the K single draws", "[ops]") {
+  // sample_from_probs(probs, rngs) against sample_from_probs(probs, rng) per rng: rows with zero
+  // probabilities (masked actions, first and last), one-hot rows, one action, no rows, and rows
+  // whose sums round below 1 (u can exceed the last cumulative sum: the last action with mass).
+  Rng rng(21);
+  for (std::int64_t a : {1, 2, 3, 8, 16}) {
+    for (std::int64_t n : {0, 1, 7, 300}) {
+      Tensor logits = random_tensor(Shape{n, a}, rng, -4.f, 4.f);
+      for (std::int64_t i = 0; i < n && a > 1; ++i) {  // (one action always keeps its mass)
+        if (i % 5 == 1) logits.f32()[i * a] = -std::numeric_limits<float>::infinity();
+        else if (i % 7 == 2) logits.f32()[i * a + a - 1] = -std::numeric_limits<float>::infinity();
+      }
+      Tensor probs = categorical_probs(logits);
+      for (std::int64_t i = 0; i < n; ++i)  // every 11th row: all mass on one action
+        if (i % 11 == 3)
+          for (std::int64_t j = 0; j < a; ++j) probs.f32()[i * a + j] = j == i % a ? 1.f : 0.f;
+      for (std::int64_t i = 0; i < n; ++i)  // every 13th row sums to less than 1
+        if (i % 13 == 4)
+          for (std::int64_t j = 0; j < a; ++j) probs.f32()[i * a + j] *= 0.5f;
+      for (std::size_t K : {std::size_t(1), std::size_t(5), std::size_t(33)}) {
+        std::vector<Rng> one, many;
+        for (std::size_t k = 0; k < K; ++k) {
+          one.push_back(Rng(a * 1000 + n).fork(k));
+          many.push_back(Rng(a * 1000 + n).fork(k));
+        }
+        const std::vector<Tensor> drawn = sample_from_probs(probs, std::span<Rng>(many));
+        REQUIRE(drawn.size() == K);
+        for (std::size_t k = 0; k < K; ++k) {
+          const auto want = sample_from_probs(probs, one[k]).to_vector<std::int32_t>();
+          REQUIRE(drawn[k].to_vector<std::int32_t>() == want);
+          for (std::int64_t i = 0; i < n; ++i) REQUIRE(probs.f32()[i * a + want[static_cast<std::size_t>(i)]] > 0.f);
+        }
+        for (std::size_t k = 0; k < K; ++k) REQUIRE(one[k].next_u64() == many[k].next_u64());  // as many draws
+      }
+    }
+  }
 }
 
 TEST_CASE("autograd: accumulation, no-grad scope, detach, deep chains", "[autograd]") {

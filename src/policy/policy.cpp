@@ -266,7 +266,14 @@ std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::s
   if (mode == Decode::greedy)
     for (int task = 0; task < 3; ++task) greedy[task] = argmax_rows(d[task].logits.value());
   std::vector<PolicyOutput> outs(count);
-  for (std::size_t k = 0; k < count; ++k) {
+  if (mode == Decode::sample) {
+    // all outputs' draws of a task at once (each output's rng in the order choose() draws: the
+    // tasks in turn, rows in order): the same actions, each probabilities row read once
+    std::vector<Tensor> drawn[3];
+    for (int task = 0; task < 3; ++task) drawn[task] = sample_from_probs(d[task].probs, std::span<Rng>(*rngs));
+    for (std::size_t k = 0; k < count; ++k) outs[k].actions = {drawn[0][k], drawn[1][k], drawn[2][k]};
+  }
+  for (std::size_t k = 0; k < count && mode != Decode::sample; ++k) {
     PolicyOutput& o = outs[k];
     if (mode == Decode::greedy) {
       o.actions = {greedy[0], greedy[1], greedy[2]};

@@ -2,8 +2,10 @@
 // Categorical distributions over the rows of a logits matrix [n, a]: seeded
 // sampling, greedy choice, log-probability of chosen actions and entropy, the
 // last two differentiable (what a policy-gradient loss needs).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "go/autograd/ops_norm.hpp"
@@ -29,25 +31,60 @@ inline Tensor categorical_probs(const Tensor& logits) {
 
 // One action per row, drawn from probs[row] with rng (rows in order, one uniform draw each: the
 // same seed gives the same actions). i32 [n].
+namespace detail {
+// The action of one row with probabilities p[0, a) for the uniform draw u.
+inline std::int32_t draw_row(const float* p, std::int64_t a, float u) {
+  float c = 0.f;
+  std::int32_t pick = static_cast<std::int32_t>(a - 1);
+  for (std::int64_t j = 0; j < a; ++j) {
+    c += p[j];
+    if (u < c) {
+      pick = static_cast<std::int32_t>(j);
+      break;
+    }
+  }
+  // Rounding can leave the cumulative sum below u: take the last action with mass.
+  while (pick > 0 && p[pick] == 0.f) --pick;
+  return pick;
+}
+}  // namespace detail
+
 inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
   detail::check_logits(probs, "sample_from_probs");
   const std::int64_t n = probs.dim(0), a = probs.dim(1);
   Tensor out = Tensor::empty(Shape{n}, DType::i32);
+  std::int32_t* o = out.data<std::int32_t>();
+  for (std::int64_t i = 0; i < n; ++i) o[i] = detail::draw_row(probs.f32() + i * a, a, rng.uniform());
+  return out;
+}
+
+// sample_from_probs(probs, rngs[k]) for every k, the same actions (each rng takes its uniforms in
+// row order, as there), drawn row by row for all k at once: a row's cumulative sums are made once
+// for all draws, and with probabilities >= 0 they never decrease, so the first sum above u is at
+// the count of sums not above it: no branch per action, where the scan mispredicts about once a draw.
+inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng> rngs) {
+  detail::check_logits(probs, "sample_from_probs");
+  const std::int64_t n = probs.dim(0), a = probs.dim(1);
+  std::vector<Tensor> out;
+  std::vector<std::int32_t*> o;
+  for (std::size_t k = 0; k < rngs.size(); ++k) {
+    out.push_back(Tensor::empty(Shape{n}, DType::i32));
+    o.push_back(out.back().data<std::int32_t>());
+  }
+  std::vector<float> cum(static_cast<std::size_t>(a));
+  float* c = cum.data();
   for (std::int64_t i = 0; i < n; ++i) {
     const float* p = probs.f32() + i * a;
-    const float u = rng.uniform();
-    float c = 0.f;
-    std::int32_t pick = static_cast<std::int32_t>(a - 1);
-    for (std::int64_t j = 0; j < a; ++j) {
-      c += p[j];
-      if (u < c) {
-        pick = static_cast<std::int32_t>(j);
-        break;
-      }
+    float acc = 0.f;
+    for (std::int64_t j = 0; j < a; ++j) c[j] = acc += p[j];
+    for (std::size_t k = 0; k < rngs.size(); ++k) {
+      const float u = rngs[k].uniform();
+      std::int32_t below = 0;
+      for (std::int64_t j = 0; j < a; ++j) below += u < c[j] ? 0 : 1;
+      std::int32_t pick = std::min(below, static_cast<std::int32_t>(a - 1));
+      while (p[pick] == 0.f && pick > 0) --pick;  // as draw_row (the rare test first: a branch taken at random costs)
+      o[k][i] = pick;
     }
-    // Rounding can leave the cumulative sum below u: take the last action with mass.
-    while (pick > 0 && p[pick] == 0.f) --pick;
-    out.data<std::int32_t>()[i] = pick;
   }
   return out;
 }
