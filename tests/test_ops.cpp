@@ -471,7 +471,7 @@ TEST_CASE("categorical: K draws at once are the K single draws", "[ops]") {
   // whose sums round below 1 (u can exceed the last cumulative sum: the last action with mass).
   Rng rng(21);
   for (std::int64_t a : {1, 2, 3, 8, 16}) {
-    for (std::int64_t n : {0, 1, 7, 300}) {
+    for (std::int64_t n : {0, 1, 7, 300, 3000}) {  // (3,000 rows x 33 draws: blocks side by side)
       Tensor logits = random_tensor(Shape{n, a}, rng, -4.f, 4.f);
       for (std::int64_t i = 0; i < n && a > 1; ++i) {  // (one action always keeps its mass)
         if (i % 5 == 1) logits.f32()[i * a] = -std::numeric_limits<float>::infinity();

@@ -59,31 +59,39 @@ inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
 }
 
 // sample_from_probs(probs, rngs[k]) for every k, the same actions (each rng takes its uniforms in
-// row order, as there), drawn row by row for all k at once: a row's cumulative sums are made once
-// for all draws, and with probabilities >= 0 they never decrease, so the first sum above u is at
-// the count of sums not above it: no branch per action, where the scan mispredicts about once a draw.
+// row order, as there), drawn row by row for a block of outputs at once: a row's cumulative sums
+// are made once for the block's draws, and with probabilities >= 0 they never decrease, so the
+// first sum above u is at the count of sums not above it: no branch per action, where the scan
+// mispredicts about once a draw. Blocks of kDrawBlock outputs keep their output rows in cache and
+// run side by side (an rng is one block's: the same actions whatever the thread count).
 inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng> rngs) {
   detail::check_logits(probs, "sample_from_probs");
-  const std::int64_t n = probs.dim(0), a = probs.dim(1);
+  constexpr std::int64_t kDrawBlock = 16;
+  const std::int64_t n = probs.dim(0), a = probs.dim(1), K = static_cast<std::int64_t>(rngs.size());
   std::vector<Tensor> out;
   std::vector<std::int32_t*> o;
-  for (std::size_t k = 0; k < rngs.size(); ++k) {
+  for (std::int64_t k = 0; k < K; ++k) {
     out.push_back(Tensor::empty(Shape{n}, DType::i32));
     o.push_back(out.back().data<std::int32_t>());
   }
-  std::vector<float> cum(static_cast<std::size_t>(a));
-  float* c = cum.data();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float* p = probs.f32() + i * a;
-    float acc = 0.f;
-    for (std::int64_t j = 0; j < a; ++j) c[j] = acc += p[j];
-    for (std::size_t k = 0; k < rngs.size(); ++k) {
-      const float u = rngs[k].uniform();
-      std::int32_t below = 0;
-      for (std::int64_t j = 0; j < a; ++j) below += u < c[j] ? 0 : 1;
-      std::int32_t pick = std::min(below, static_cast<std::int32_t>(a - 1));
-      while (p[pick] == 0.f && pick > 0) --pick;  // as draw_row (the rare test first: a branch taken at random costs)
-      o[k][i] = pick;
+  const std::int64_t blocks = (K + kDrawBlock - 1) / kDrawBlock;
+  std::vector<float> cum(static_cast<std::size_t>(blocks * a));
+#pragma omp parallel for schedule(static) if (blocks > 1 && n * K > (1 << 16))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    float* c = cum.data() + b * a;
+    const std::int64_t k0 = b * kDrawBlock, k1 = std::min(K, k0 + kDrawBlock);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* p = probs.f32() + i * a;
+      float acc = 0.f;
+      for (std::int64_t j = 0; j < a; ++j) c[j] = acc += p[j];
+      for (std::int64_t k = k0; k < k1; ++k) {
+        const float u = rngs[static_cast<std::size_t>(k)].uniform();
+        std::int32_t below = 0;
+        for (std::int64_t j = 0; j < a; ++j) below += u < c[j] ? 0 : 1;
+        std::int32_t pick = std::min(below, static_cast<std::int32_t>(a - 1));
+        while (p[pick] == 0.f && pick > 0) --pick;  // as draw_row (the rare test first: a branch taken at random costs)
+        o[static_cast<std::size_t>(k)][i] = pick;
+      }
     }
   }
   return out;
