@@ -267,8 +267,8 @@ std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::s
     for (int task = 0; task < 3; ++task) greedy[task] = argmax_rows(d[task].logits.value());
   std::vector<PolicyOutput> outs(count);
   if (mode == Decode::sample) {
-    // all outputs' draws of a task at once (each output's rng in the order choose() draws: the
-    // tasks in turn, rows in order): the same actions, each probabilities row read once
+    // every output's draws of a task together (each output's rng takes its uniforms in the order
+    // choose() would: the tasks in turn, rows in order), so the same actions as one by one
     std::vector<Tensor> drawn[3];
     for (int task = 0; task < 3; ++task) drawn[task] = sample_from_probs(d[task].probs, std::span<Rng>(*rngs));
     for (std::size_t k = 0; k < count; ++k) outs[k].actions = {drawn[0][k], drawn[1][k], drawn[2][k]};

@@ -29,8 +29,6 @@ inline Tensor categorical_probs(const Tensor& logits) {
   return probs;
 }
 
-// One action per row, drawn from probs[row] with rng (rows in order, one uniform draw each: the
-// same seed gives the same actions). i32 [n].
 namespace detail {
 // The action of one row with probabilities p[0, a) for the uniform draw u.
 inline std::int32_t draw_row(const float* p, std::int64_t a, float u) {
@@ -49,6 +47,8 @@ inline std::int32_t draw_row(const float* p, std::int64_t a, float u) {
 }
 }  // namespace detail
 
+// One action per row, drawn from probs[row] with rng (rows in order, one uniform draw each: the
+// same seed gives the same actions). i32 [n].
 inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
   detail::check_logits(probs, "sample_from_probs");
   const std::int64_t n = probs.dim(0), a = probs.dim(1);
@@ -60,9 +60,9 @@ inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
 
 // sample_from_probs(probs, rngs[k]) for every k, the same actions (each rng takes its uniforms in
 // row order, as there), drawn row by row for a block of outputs at once: a row's cumulative sums
-// are made once for the block's draws, and with probabilities >= 0 they never decrease, so the
-// first sum above u is at the count of sums not above it: no branch per action, where the scan
-// mispredicts about once a draw. Blocks of kDrawBlock outputs keep their output rows in cache and
+// are made once for the block's draws, and with probabilities >= 0 (categorical_probs') they
+// never decrease, so the first sum above u is at the count of sums not above it: no branch per
+// action, where the scan mispredicts about once a draw. Blocks of kDrawBlock outputs keep their output rows in cache and
 // run side by side (an rng is one block's: the same actions whatever the thread count).
 inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng> rngs) {
   detail::check_logits(probs, "sample_from_probs");
