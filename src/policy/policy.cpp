@@ -272,16 +272,12 @@ std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::s
     std::vector<Tensor> drawn[3];
     for (int task = 0; task < 3; ++task) drawn[task] = sample_from_probs(d[task].probs, std::span<Rng>(*rngs));
     for (std::size_t k = 0; k < count; ++k) outs[k].actions = {drawn[0][k], drawn[1][k], drawn[2][k]};
-  }
-  for (std::size_t k = 0; k < count && mode != Decode::sample; ++k) {
-    PolicyOutput& o = outs[k];
-    if (mode == Decode::greedy) {
-      o.actions = {greedy[0], greedy[1], greedy[2]};
-    } else {
-      o.actions.device = d[0].choose(mode, given, rngs, k, 0);
-      o.actions.priority = d[1].choose(mode, given, rngs, k, 1);
-      o.actions.fuse = d[2].choose(mode, given, rngs, k, 2);
-    }
+  } else {
+    for (std::size_t k = 0; k < count; ++k)
+      outs[k].actions = mode == Decode::greedy ? Actions{greedy[0], greedy[1], greedy[2]}
+                                               : Actions{d[0].choose(mode, given, rngs, k, 0),
+                                                         d[1].choose(mode, given, rngs, k, 1),
+                                                         d[2].choose(mode, given, rngs, k, 2)};
   }
   for (PolicyOutput& o : outs) {
     o.entropy = s.entropy;

@@ -30,10 +30,17 @@ inline Tensor categorical_probs(const Tensor& logits) {
 }
 
 namespace detail {
+// Rounding can leave a row's cumulative sum below u, so the scan ends at the last action: take the
+// last action with mass. (The test of p first: it is rarely true, while pick > 0 is as random as
+// the draw, and a branch taken at random costs.)
+inline std::int32_t last_with_mass(const float* p, std::int32_t pick) {
+  while (p[pick] == 0.f && pick > 0) --pick;
+  return pick;
+}
 // The action of one row with probabilities p[0, a) for the uniform draw u.
 inline std::int32_t draw_row(const float* p, std::int64_t a, float u) {
-  float c = 0.f;
   std::int32_t pick = static_cast<std::int32_t>(a - 1);
+  float c = 0.f;
   for (std::int64_t j = 0; j < a; ++j) {
     c += p[j];
     if (u < c) {
@@ -41,9 +48,7 @@ inline std::int32_t draw_row(const float* p, std::int64_t a, float u) {
       break;
     }
   }
-  // Rounding can leave the cumulative sum below u: take the last action with mass.
-  while (pick > 0 && p[pick] == 0.f) --pick;
-  return pick;
+  return last_with_mass(p, pick);
 }
 }  // namespace detail
 
@@ -62,8 +67,9 @@ inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
 // row order, as there), drawn row by row for a block of outputs at once: a row's cumulative sums
 // are made once for the block's draws, and with probabilities >= 0 (categorical_probs') they
 // never decrease, so the first sum above u is at the count of sums not above it: no branch per
-// action, where the scan mispredicts about once a draw. Blocks of kDrawBlock outputs keep their output rows in cache and
-// run side by side (an rng is one block's: the same actions whatever the thread count).
+// action, where the scan mispredicts about once a draw. Blocks of kDrawBlock outputs keep their
+// output rows in cache and run side by side (an rng is one block's: the same actions whatever the
+// thread count).
 inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng> rngs) {
   detail::check_logits(probs, "sample_from_probs");
   constexpr std::int64_t kDrawBlock = 16;
@@ -88,9 +94,7 @@ inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng>
         const float u = rngs[static_cast<std::size_t>(k)].uniform();
         std::int32_t below = 0;
         for (std::int64_t j = 0; j < a; ++j) below += u < c[j] ? 0 : 1;
-        std::int32_t pick = std::min(below, static_cast<std::int32_t>(a - 1));
-        while (p[pick] == 0.f && pick > 0) --pick;  // as draw_row (the rare test first: a branch taken at random costs)
-        o[static_cast<std::size_t>(k)][i] = pick;
+        o[static_cast<std::size_t>(k)][i] = detail::last_with_mass(p, std::min(below, static_cast<std::int32_t>(a - 1)));
       }
     }
   }
