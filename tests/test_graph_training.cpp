@@ -243,3 +243,35 @@ TEST_CASE("training: program order runs forward depth-first and backward in its 
   // empty graph
   CHECK(go::program_order(go::GraphBuilder().build()).empty());
 }
+
+TEST_CASE("graph: depth-first order with the weights first runs one stream through every layer", "[graph]") {
+  // two streams (x0, x1) through two layers whose weights (w1, w2) are made with their layer, as a
+  // model's code makes them: without the weights first, w2 is reached only after both streams'
+  // first layer, so the search goes layer by layer
+  go::GraphBuilder b;
+  b.add_op(make_op(0, "x0", go::OpKind::input, {}));
+  b.add_op(make_op(1, "x1", go::OpKind::input, {}));
+  b.add_op(make_op(2, "w1", go::OpKind::input, {}));
+  b.add_op(make_op(3, "a0", go::OpKind::matmul, {{0, 0}, {2, 0}}, 1000, 64));
+  b.add_op(make_op(4, "a1", go::OpKind::matmul, {{1, 0}, {2, 0}}, 1000, 64));
+  b.add_op(make_op(5, "w2", go::OpKind::constant, {}));
+  b.add_op(make_op(6, "b0", go::OpKind::matmul, {{3, 0}, {5, 0}}, 1000, 64));
+  b.add_op(make_op(7, "b1", go::OpKind::matmul, {{4, 0}, {5, 0}, {3, 0}}, 1000, 64));  // reads a0 too
+  const go::OpGraph g = b.build();
+  auto names = [&](const std::vector<go::OpId>& order) {
+    std::string out;
+    for (go::OpId v : order) out += (out.empty() ? "" : " ") + g.name(v);
+    return out;
+  };
+  CHECK(names(go::depth_first_topo_order(g)) == "x0 x1 w1 a0 a1 w2 b0 b1");
+  CHECK(names(go::depth_first_topo_order(g, true)) == "x0 x1 w1 w2 a0 b0 a1 b1");
+  // an op with no input that is not a source (a random-number op) is searched from, not put first
+  go::GraphBuilder b2;
+  b2.add_op(make_op(0, "w", go::OpKind::input, {}));
+  b2.add_op(make_op(1, "noise", go::OpKind::elementwise, {}, 0, 64));
+  b2.add_op(make_op(2, "y", go::OpKind::add, {{0, 0}, {1, 0}}, 16, 64));
+  const go::OpGraph g2 = b2.build();
+  CHECK(g2.name(go::depth_first_topo_order(g2, true)[0]) == "w");
+  CHECK(go::depth_first_topo_order(g2, true).size() == 3);
+  CHECK(go::depth_first_topo_order(go::GraphBuilder().build(), true).empty());
+}

@@ -486,7 +486,7 @@ TEST_CASE("Anchor: fan-out ops spread over the devices (Transformer-XL)", "[rl]"
   const Simulator sim(g, cl);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
   std::string without = kAnchorPlacements;
-  without.erase(without.find(",spread"));
+  without.erase(without.find(",spread"), std::string(",spread").size());
   const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, without);
   const Anchor s = choose_anchor(g, pg, cl, sim, 8);
   REQUIRE(a.result.valid);
@@ -636,13 +636,13 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   const int placements = metis_available() ? 7 : 6;
   const Anchor d = choose_anchor(g, pg, cl, sim, 8);
   CHECK(d.ties != policy::TieOrder::latest);
-  CHECK(d.candidates == placements * 4 + 2 * 4);  // program order, then 4 first-ready, 4 latest-first
+  CHECK(d.candidates == placements * 4 + 2 * 4 + 2);  // program order, 4 first-ready, 4 latest-first, 2 pipelined
   const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,latest");
   REQUIRE(a.result.valid);
   CHECK(a.ties == policy::TieOrder::latest);
   CHECK(a.describe() == "human + xla fusion + latest-first order");
-  CHECK(a.candidates == placements * 4 + 2 * 4);  // program order, then 4 in each other order
-  CHECK(!a.faster);                               // every order was the anchor's to choose from
+  CHECK(a.candidates == placements * 4 + 2 * 4 + 2);  // program order, then 4 in each other order, 2 pipelined
+  CHECK(!a.faster);  // the pipelined candidates (answers only) are slower here
   REQUIRE(d.faster);
   CHECK(d.faster->describe == "human + xla fusion + latest-first order");
   CHECK(d.faster->result.step_time == a.result.step_time);  // the same four candidates, the same order
@@ -685,6 +685,65 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   const double answer = sim.simulate(zp).step_time;
   CHECK(answer <= rep.faster_step_time);
   CHECK(answer == std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
+}
+
+// WaveNet (4 stacks of 6 layers, 4 time chunks each reading its predecessor's tail; training graph,
+// 4 V100s): with layers in blocks on the devices a device can start on the first chunk as soon as
+// the previous device has passed it on, if the chunks run one after another through the layers and
+// are not fused into one kernel per layer. The anchor's pipelined candidate does both: no priority
+// levels, depth-first order with the weights first, and XLA-like fusion of the ops with at most one
+// producer to fuse with. It is an answer (Anchor::faster), and the anchor when depth-first order is
+// asked for; its plan is rebuilt here from the parts.
+TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by hand", "[rl]") {
+  const OpGraph g = make_training_graph(load_graph("zoo:wavenet4:depth=6:segments=4"));
+  const Cluster cl = cluster_preset("v100x4");
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  const Anchor d = choose_anchor(g, pg, cl, sim, 8);
+  REQUIRE(d.result.valid);
+  REQUIRE(d.faster);
+  CHECK(d.faster->describe == "human + xla fusion of one-producer ops + depth-first order");
+  CHECK(d.faster->result.step_time < 0.9 * d.result.step_time);
+  CHECK(d.ties != policy::TieOrder::depth_first);  // not the anchor the policy reads
+  // by hand: human devices, level 0 everywhere, one-producer fusion, depth-first ties
+  const std::vector<std::int32_t> one = one_producer_fusion(g, pg);
+  auto fuse_of = [&](const std::string& name) { return one[static_cast<std::size_t>(pg.row_of[static_cast<std::size_t>(*g.find(name))])]; };
+  CHECK(fuse_of("stack0/layer1/chunk1/concat") == 0);  // reads two streams: its tail and its chunk
+  CHECK(fuse_of("stack0/layer1/chunk1/tanh") == 1);    // epilogue of its convolution
+  CHECK(fuse_of("stack0/layer1/chunk1/halo") == 1);
+  Plan h = human_plan(g, cl);
+  h.priority.clear();
+  policy::Actions act = policy::actions_from_plan(g, pg, h, 8);
+  std::copy(one.begin(), one.end(), act.fuse.data<std::int32_t>());
+  const Plan p = policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first}));
+  CHECK(sim.simulate(p).step_time == d.faster->result.step_time);
+  // the ties are depth_first_topo_order with the weights first, larger first
+  const std::vector<OpId> dfs = depth_first_topo_order(g, true);
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  Plan q = p;
+  for (std::size_t k = 0; k < n; ++k)
+    q.priority[static_cast<std::size_t>(dfs[k])] = 1.f - static_cast<float>(k + 1) / static_cast<float>(n);
+  CHECK(sim.simulate(q).step_time == Approx(d.faster->result.step_time).epsilon(1e-12));
+  // both parts matter: program order, or XLA-like fusion of every op, is far slower
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::program}))).step_time >
+        1.1 * d.faster->result.step_time);
+  std::fill_n(act.fuse.data<std::int32_t>(), act.fuse.numel(), 1);
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first}))).step_time >
+        1.1 * d.faster->result.step_time);
+  // asked for depth-first order, the anchor is the pipelined plan, and decoding its actions gives it back
+  const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,depth-first");
+  CHECK(a.describe() == d.faster->describe);
+  CHECK(a.ties == policy::TieOrder::depth_first);
+  CHECK(a.one_producer);
+  CHECK(a.result.step_time == d.faster->result.step_time);
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, a.actions, 4, {.ties = a.ties}))).step_time == a.result.step_time);
+  // left out of the placements, no candidate is pipelined
+  std::string without = kAnchorPlacements;
+  without.erase(without.find(",depth-first"));
+  const Anchor w = choose_anchor(g, pg, cl, sim, 8, true, without);
+  CHECK(w.candidates == d.candidates - 2);
+  CHECK((!w.faster || w.faster->describe.find("depth-first") == std::string::npos));
+  CHECK(w.answer_result().step_time > 1.1 * d.answer_result().step_time);
 }
 
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting

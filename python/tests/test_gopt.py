@@ -624,13 +624,19 @@ class CliEquality(unittest.TestCase):
         if "metis" not in gopt.methods():
             others = others.replace(",metis", "")
         plain = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=others)
-        spread = gopt.place(g, "v100x4", "best-heuristic")
+        spread = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=others + ",spread")
         self.assertNotIn("fan-out spread", plain.note)
         self.assertEqual(spread.note, plain.note.split(" + ")[0] + " + fan-out spread" +
                          plain.note[len(plain.note.split(" + ")[0]):])
         self.assertLess(spread.step_time_ms, plain.step_time_ms)
         self.assertEqual(spread.simulations, plain.simulations + 1)
         self.assertEqual(gopt.simulate(g, "v100x4", spread.plan).step_time_ms, spread.step_time_ms)
+        # every placement (the default): the two best also pipelined, which is faster still here
+        full = gopt.place(g, "v100x4", "best-heuristic")
+        self.assertEqual(full.simulations, spread.simulations + 2)
+        self.assertEqual(full.note, "human + xla fusion of one-producer ops + depth-first order")
+        self.assertLess(full.step_time_ms, spread.step_time_ms)
+        self.assertEqual(gopt.simulate(g, "v100x4", full.plan).step_time_ms, full.step_time_ms)
         zs = gopt.place(g, "v100x4", "go-zero-shot", anchor_placements=others)
         self.assertTrue(zs.note.startswith("anchor " + plain.note + " "))
         j = json.loads(self.cli("place", "zoo:transformer_xl4:segments=8", "--training", "--cluster", "v100x4",

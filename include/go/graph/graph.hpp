@@ -414,15 +414,31 @@ inline OpSpec op_spec(const OpGraph& g, OpId i) {
 // next; ops ready at the start in id order, the lowest id first). It keeps chains and branches
 // together, unlike OpGraph::topo_order (Kahn with a queue by id, which interleaves independent
 // chains), so contiguous runs of it are meaningful placement blocks.
-inline std::vector<OpId> depth_first_topo_order(const OpGraph& g) {
+// `sources_first`: graph inputs and constants (weights) come first, in id order, and the search
+// starts from the ops they make ready. Why: a weight made before its layer is otherwise reached
+// only after every input made before it, so on a graph of independent streams through shared
+// layers (WaveNet's time chunks, a segment of Transformer-XL) the search advances every stream one
+// layer at a time; taking the weights as given, it runs one stream through every layer (and, on
+// the way back, its gradients) before the next.
+inline std::vector<OpId> depth_first_topo_order(const OpGraph& g, bool sources_first = false) {
   const auto n = static_cast<std::size_t>(g.num_ops());
   std::vector<std::int32_t> missing(n);
   std::vector<OpId> stack, order;
   order.reserve(n);
-  for (std::size_t v = n; v-- > 0;) {
-    missing[v] = g.in_degree(static_cast<OpId>(v));
-    if (missing[v] == 0) stack.push_back(static_cast<OpId>(v));
+  auto source = [&](std::size_t v) {
+    const OpKind k = g.op(static_cast<OpId>(v)).kind;
+    return k == OpKind::input || k == OpKind::constant;
+  };
+  for (std::size_t v = 0; v < n; ++v) missing[v] = g.in_degree(static_cast<OpId>(v));
+  if (sources_first) {
+    for (std::size_t v = 0; v < n; ++v)
+      if (missing[v] == 0 && source(v)) order.push_back(static_cast<OpId>(v));
+    for (std::size_t k = 0; k < order.size(); ++k)
+      for (OpId w : g.succ(order[k])) --missing[static_cast<std::size_t>(w)];
   }
+  for (std::size_t v = n; v-- > 0;)
+    if (missing[v] == 0 && !(sources_first && source(v) && g.in_degree(static_cast<OpId>(v)) == 0))
+      stack.push_back(static_cast<OpId>(v));
   while (!stack.empty()) {
     const OpId v = stack.back();
     stack.pop_back();

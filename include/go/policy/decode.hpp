@@ -128,6 +128,8 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const TieOrder ties = opt.ties == TieOrder::graph ? pg.ties : opt.ties;
   if (ties == TieOrder::program) {
     d.tie = pg.tie;
+  } else if (ties == TieOrder::depth_first) {
+    d.tie = pg.tie_depth_first;
   } else if (ties == TieOrder::latest) {
     d.tie.resize(N);
     const float below_one = std::nextafter(1.f, 0.f);

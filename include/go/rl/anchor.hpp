@@ -21,8 +21,10 @@
 //   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp), as
 //               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
-// least memory excess. Then one more (`spread`), kept when faster: the best candidate with its
-// fan-out ops spread over the devices (spread_fan_out below).
+// least memory excess. Then a few more, each kept when faster: the best candidate with its fan-out
+// ops spread over the devices (`spread`, spread_fan_out below), and the two best placements
+// pipelined (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first)
+// and XLA-like fusion of the ops with one producer to fuse with (one_producer_fusion below).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -61,7 +63,8 @@ struct AnchorTieOrder {
 };
 inline constexpr AnchorTieOrder kAnchorTieOrderTable[] = {{"program", policy::TieOrder::program, ""},
                                                           {"first-ready", policy::TieOrder::first_ready, " + first-ready order"},
-                                                          {"latest", policy::TieOrder::latest, " + latest-first order"}};
+                                                          {"latest", policy::TieOrder::latest, " + latest-first order"},
+                                                          {"depth-first", policy::TieOrder::depth_first, " + depth-first order"}};
 // `name` must be in kAnchorTieOrders (choose_anchor checks with list_problem first).
 inline policy::TieOrder anchor_tie_order(std::string_view name) {
   for (const AnchorTieOrder& t : kAnchorTieOrderTable)
@@ -73,6 +76,7 @@ struct Anchor {
   std::string placement;  // one of kAnchorPlacements, or "<one> + fan-out spread"
   bool ranked = false;    // upward-rank priority levels
   bool fused = false;     // XLA-like fusion
+  bool one_producer = false;  // ... of the ops with one producer to fuse with only (one_producer_fusion)
   policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
@@ -81,11 +85,12 @@ struct Anchor {
   // The best valid candidate of each other placement in the anchor's tie order (so that their actions
   // decode to these step times), best first: other starting points for fine-tuning's block moves.
   std::vector<std::pair<policy::Actions, double>> alternatives;
-  // The tie orders not asked for are tried too, on the best four candidates, but only as answers:
-  // the best of them when it is valid and faster than the anchor, for the methods that answer with
-  // the best plan they simulated (best-heuristic, GO). It is never the anchor the policy reads nor a
-  // starting point: fine-tuning from a latest-first anchor ends worse on Inception-v3, while that
-  // order alone is the best plan on RNNLM (bench/README.md, "Latest-first order").
+  // The tie orders not asked for are tried too, on the best four candidates, but only as answers,
+  // and so are the pipelined candidates unless depth-first order is asked for: the best of them
+  // when it is valid and faster than the anchor, for the methods that answer with the best plan
+  // they simulated (best-heuristic, GO). It is never the anchor the policy reads nor a starting
+  // point: fine-tuning from a latest-first anchor ends worse on Inception-v3, while that order alone
+  // is the best plan on RNNLM (bench/README.md, "Latest-first order").
   struct Faster {
     Plan plan;
     SimResult result;
@@ -96,9 +101,11 @@ struct Anchor {
   const SimResult& answer_result() const { return faster ? faster->result : result; }
   std::string answer_describe() const { return faster ? faster->describe : describe(); }
 
-  std::string describe() const { return describe_candidate(placement, ranked, fused, ties); }
-  static std::string describe_candidate(const std::string& placement, bool ranked, bool fused, policy::TieOrder ties) {
-    std::string out = placement + (ranked ? " + rank priorities" : "") + (fused ? " + xla fusion" : "");
+  std::string describe() const { return describe_candidate(placement, ranked, fused ? (one_producer ? 2 : 1) : 0, ties); }
+  // fusion: 0 none, 1 XLA-like, 2 XLA-like of the ops with one producer to fuse with
+  static std::string describe_candidate(const std::string& placement, bool ranked, int fusion, policy::TieOrder ties) {
+    std::string out = placement + (ranked ? " + rank priorities" : "") +
+                      (fusion == 1 ? " + xla fusion" : fusion == 2 ? " + xla fusion of one-producer ops" : "");
     for (const AnchorTieOrder& t : kAnchorTieOrderTable)
       if (t.order == ties) out += t.phrase;
     return out;
@@ -179,6 +186,26 @@ inline double busiest_device_load(const OpGraph& g, const Simulator& sim, std::s
     }
   }
   return *std::max_element(load.begin(), load.end());
+}
+
+// Per row of pg, "fuse into producers" where the op has at most one producer it could share a group
+// with (fusion_pair_possible), else 0: XLA-like fusion that never merges two producers' groups.
+// Why: on graphs of independent streams through shared layers (WaveNet's time chunks, each reading
+// its predecessor's tail) an op reading two streams would merge their groups, and the chain of such
+// merges makes one kernel of a layer's every stream, which no device can pipeline; XLA itself would
+// duplicate the shared producer into each consumer's kernel instead (not modelled).
+inline std::vector<std::int32_t> one_producer_fusion(const OpGraph& g, const policy::PolicyGraph& pg) {
+  std::vector<std::int32_t> fuse(static_cast<std::size_t>(g.num_ops()), 0);
+  std::vector<OpId> producers;
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    producers.clear();
+    for_each_fusion_producer(g, v, [&](OpId p) {
+      if (fusion_pair_possible(g, v, p) && std::find(producers.begin(), producers.end(), p) == producers.end())
+        producers.push_back(p);
+    });
+    fuse[static_cast<std::size_t>(pg.row_of[static_cast<std::size_t>(v)])] = producers.size() <= 1 ? 1 : 0;
+  }
+  return fuse;
 }
 
 // Upward-rank priority levels in [0, levels): level = floor(levels * rank / max rank), capped.
@@ -271,10 +298,10 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     policy::Actions actions;
   };
   // per placement and tie order (indexed by TieOrder)
-  std::vector<std::array<PlacementBest, 4>> per_placement(placements.size());
+  std::vector<std::array<PlacementBest, 5>> per_placement(placements.size());
   struct Candidate {
     std::size_t pi;
-    int ranked, fused;
+    int ranked, fused;  // fused: 0 none, 1 XLA-like, 2 XLA-like of one-producer ops
     policy::TieOrder ties;
     Plan plan;  // decoded
     SimResult result;
@@ -288,7 +315,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // graphs, and neither the devices nor the groups depend on the priorities or the tie order: each
   // placement is decoded once, by its first candidate (`placed`, per placement and fusion), and
   // the others take its devices and groups.
-  std::vector<std::array<std::optional<policy::Decision>, 2>> placed(placements.size());
+  std::vector<std::array<std::optional<policy::Decision>, 3>> placed(placements.size());
+  std::vector<std::int32_t> one_producer;  // one_producer_fusion, once needed
   std::size_t spread_pi = std::numeric_limits<std::size_t>::max();  // the fan-out spread's placement, once made
   std::vector<OpId> spread_ops;
   policy::DecodeOptions dopt;
@@ -300,7 +328,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     p.device = heuristic.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : heuristic.device;
     if (k.ranked) p.priority = ranks;
     policy::Actions a = policy::actions_from_plan(g, pg, p, priority_levels);
-    if (k.fused) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
+    if (k.fused == 1) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
+    if (k.fused == 2) std::copy(one_producer.begin(), one_producer.end(), a.fuse.data<std::int32_t>());
     if (k.pi == spread_pi)
       for (OpId v : spread_ops) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 0;
     policy::DecodeOptions o = dopt;
@@ -380,8 +409,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         const double to_beat = best.faster ? best.faster->result.step_time : best_valid ? best_key : kNone;
         if (valid && r.step_time < to_beat)
           best.faster = Anchor::Faster{std::move(k.plan), std::move(r),
-                                       Anchor::describe_candidate(placements[k.pi].first, k.ranked != 0,
-                                                                  k.fused != 0, k.ties)};
+                                       Anchor::describe_candidate(placements[k.pi].first, k.ranked != 0, k.fused, k.ties)};
         k.plan = Plan();
         continue;
       }
@@ -396,6 +424,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         best.placement = placements[k.pi].first;
         best.ranked = k.ranked != 0;
         best.fused = k.fused != 0;
+        best.one_producer = k.fused == 2;
         best.ties = k.ties;
         // a valid best is also the best of its placement and order, whose actions were just made
         best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, k.plan, priority_levels);
@@ -456,8 +485,23 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       placed.emplace_back();
       batch.push_back({spread_pi, best.ranked ? 1 : 0, best.fused ? 1 : 0, best.ties, {}, {}, false});
     }
+  // The two best placements pipelined (each decoded once), as answers only unless depth-first order
+  // is asked for: the anchor they make is a worse start for fine-tuning (WaveNet 2: GO ends at 55.14
+  // from it, at 53.46 from the program-order anchor; bench/README.md, "Pipelined plans").
+  if (wanted("depth-first") && c.num_devices() > 1) {
+    const bool answer_only = std::find(orders.begin(), orders.end(), policy::TieOrder::depth_first) == orders.end();
+    std::vector<std::size_t> chosen;
+    for (const Tried& t : tried)
+      if (t.valid && chosen.size() < 2 && std::find(chosen.begin(), chosen.end(), t.placement) == chosen.end())
+        chosen.push_back(t.placement);
+    if (!chosen.empty()) one_producer = one_producer_fusion(g, pg);
+    for (std::size_t pi : chosen) batch.push_back({pi, 0, 2, policy::TieOrder::depth_first, {}, {}, answer_only});
+  }
+  // (Depth-first order pays with no priority levels, as the pipelined candidates have it; within
+  // rank levels it is not faster on the paper table's rows, so it is not tried here.)
   for (const AnchorTieOrder& t : kAnchorTieOrderTable)
-    if (std::find(orders.begin(), orders.end(), t.order) == orders.end()) try_best_in(t.order, true);
+    if (t.order != policy::TieOrder::depth_first && std::find(orders.begin(), orders.end(), t.order) == orders.end())
+      try_best_in(t.order, true);
   run_batch(batch, {});
   best.candidates = evaluated;
   const auto order = static_cast<std::size_t>(best.ties);

@@ -32,14 +32,16 @@
 //                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
 //     "training": false,           // expand each graph into its training graph first (make_training_graph)
 //     "colocate": true,            // decoding honours colocation groups
-//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft,spread",  // the anchor's placements
+//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "anchor_ties": "program,first-ready",  // orders of the ops of one priority level the anchor
 //                                  // is chosen from: every candidate in the first, its best four in
 //                                  // each other one; "latest" (latest in topological order first)
-//                                  // is the third; an order not listed is tried on those four as an
-//                                  // answer only (go/rl/anchor.hpp Anchor::faster; bench/README.md
-//                                  // "Latest-first order")
+//                                  // is the third, "depth-first" the fourth; latest and first-ready
+//                                  // when not listed are tried on those four as answers only, and
+//                                  // the pipelined candidates (depth-first order) are answers only
+//                                  // unless it is listed (go/rl/anchor.hpp Anchor::faster;
+//                                  // bench/README.md "Latest-first order", "Pipelined plans")
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
@@ -80,10 +82,11 @@
 namespace go::rl {
 
 // Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them; `spread`
-// is the best of the others with its fan-out ops spread over the devices.
-inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,spread";
+// is the best of the others with its fan-out ops spread over the devices, `depth-first` the two best
+// pipelined (no priority levels, depth-first order, XLA-like fusion of one-producer ops).
+inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first";
 // Every order of the ops of one priority level the anchor can try, and those it tries by default.
-inline const std::string kAnchorTieOrders = "program,first-ready,latest";
+inline const std::string kAnchorTieOrders = "program,first-ready,latest,depth-first";
 inline const std::string kAnchorTies = "program,first-ready";
 
 // The items of a comma-separated list (empty items kept, for the caller to refuse).
