@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Pipelined plans for WaveNet 4 (v100x4): the anchor's candidate and a faster one made by hand.
+
+WaveNet's layers read their time chunk and the previous chunk's tail, so with layers in blocks on
+the devices a device can start on chunk 0 as soon as the previous device has passed chunk 0 on: a
+pipeline over the 16 chunks. Two things keep the heuristic plans from it (bench/README.md,
+"Pipelined plans"):
+  - order: program order and the rank levels run one layer for every chunk before the next layer,
+    so a device hands nothing on until it is nearly done;
+  - fusion: XLA-like fusion lets an op that reads two chunks (the concat of a chunk and its
+    predecessor's tail) join both chunks' groups, and the chain of such merges makes one kernel of a
+    layer's 16 chunks, which waits for all of them.
+This script prints:
+  - best-heuristic without the pipelined candidates (`depth-first` left out of the placements);
+  - best-heuristic with them: no priority levels, depth-first order with the weights first, and
+    XLA-like fusion of the ops with at most one producer to fuse with (the anchor's candidate);
+  - by hand: the human placement with XLA-like fusion whose groups are split by time chunk (the
+    chunk is read from the op names, which only a hand-made plan may do), in the same order;
+  - that split fusion in first-ready order, and the full XLA-like fusion in depth-first order: each
+    part alone.
+
+    PYTHONPATH=build/python python3 bench/wavenet_pipeline.py [--graph zoo:wavenet4] [--cluster v100x4]
+"""
+import argparse
+import re
+
+import gopt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", default="zoo:wavenet4", help="a WaveNet of the zoo (default zoo:wavenet4)")
+    ap.add_argument("--cluster", default="v100x4", help="cluster preset (default v100x4)")
+    args = ap.parse_args()
+    g = gopt.load_graph(args.graph, training=True)
+    heuristics = [m for m in ("default", "human", "pipeline", "metis", "m-etf", "m-sct", "heft") if m in gopt.methods()]
+    before = gopt.place(g, args.cluster, "best-heuristic", anchor_placements=",".join(heuristics + ["spread"]))
+    now = gopt.place(g, args.cluster, "best-heuristic")
+    print("best-heuristic without the pipelined candidates: %.2f ms (%s)" % (before.step_time_ms, before.note))
+    print("best-heuristic with them:                        %.2f ms (%s)" % (now.step_time_ms, now.note))
+
+    def step(plan):
+        r = gopt.simulate(g, args.cluster, plan)
+        return "%.2f ms" % r.step_time_ms if r.valid else r.status
+
+    human = gopt.place(g, args.cluster, "human", fusion="xla").plan
+    chunk = []
+    for n in g.names:
+        m = re.search(r"/chunk(\d+)/", n + "/")
+        chunk.append(int(m.group(1)) if m else -1)
+    ids, split = {}, []
+    for i, f in enumerate(human.fusion):
+        split.append(-1 if f < 0 else ids.setdefault((f, chunk[i]), len(ids)))
+    depth_first = now.plan.priority  # level 0 + the depth-first tie of every op
+    print("by hand, human + XLA-like fusion split by chunk + depth-first order: %s"
+          % step(gopt.Plan(human.device, depth_first, split)))
+    print("  the same in first-ready order (no priorities):                     %s"
+          % step(gopt.Plan(human.device, None, split)))
+    print("  human + XLA-like fusion of every op + depth-first order:           %s"
+          % step(gopt.Plan(human.device, depth_first, human.fusion)))
+
+
+if __name__ == "__main__":
+    main()
