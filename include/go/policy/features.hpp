@@ -24,7 +24,8 @@
 //   anchor_*    i32 [n]     optional: the actions of an anchor plan per row (device, priority level,
 //                           fuse into producers), set by set_anchor() (go/rl/anchor.hpp computes them
 //                           for a cluster); the policy reads them when its config has "anchor"
-//   tie      f32 per op     [0, 1), larger earlier in go::program_order (from_graph; empty from
+//   tie      f32 per op     [0, 1), larger earlier in go::program_order (tie_depth_first: in
+//                           go::depth_first_topo_order with the weights first) (from_graph; empty from
 //                           from_arrays): decode's plans run ops of equal priority level in program
 //                           order instead of first-ready order (see go/graph/graph.hpp)
 //   ties     TieOrder       which order decode gives ops of one level by default (the anchor
@@ -57,7 +58,8 @@ inline constexpr float kMaskedLogit = -1e9f;
 //                (PolicyGraph::tie_depth_first): one stream of independent work (a time chunk) runs
 //                through its layers, and back through their gradients, before the next, so with
 //                layers in blocks on devices the next device starts on the first stream early (a
-//                pipeline; WaveNet 4 on 4 GPUs with no priority levels: 212.8 -> 121 ms);
+//                pipeline; WaveNet 4 on 4 GPUs, with no priority levels and the anchor's
+//                one-producer fusion: 212.8 -> 121.2 ms, go/rl/anchor.hpp);
 //   graph        (a decode option only) the PolicyGraph's `ties`.
 enum class TieOrder : std::uint8_t { graph, program, first_ready, latest, depth_first };
 

@@ -22,9 +22,10 @@
 //               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
 // least memory excess. Then a few more, each kept when faster: the best candidate with its fan-out
-// ops spread over the devices (`spread`, spread_fan_out below), and the two best placements
-// pipelined (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first)
-// and XLA-like fusion of the ops with one producer to fuse with (one_producer_fusion below).
+// ops spread over the devices (`spread`, spread_fan_out below), and, as answers only unless
+// depth-first order is asked for (Anchor::faster), the two best placements pipelined
+// (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first) and
+// XLA-like fusion of the ops with one producer to fuse with (one_producer_fusion below).
 #include <algorithm>
 #include <array>
 #include <cmath>
