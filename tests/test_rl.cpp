@@ -734,7 +734,7 @@ TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by
   const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,depth-first");
   CHECK(a.describe() == d.faster->describe);
   CHECK(a.ties == policy::TieOrder::depth_first);
-  CHECK(a.one_producer);
+  CHECK(a.fusion == 2);
   CHECK(a.result.step_time == d.faster->result.step_time);
   CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, a.actions, 4, {.ties = a.ties}))).step_time == a.result.step_time);
   // left out of the placements, no candidate is pipelined

@@ -432,13 +432,15 @@ inline std::vector<OpId> depth_first_topo_order(const OpGraph& g, bool sources_f
   for (std::size_t v = 0; v < n; ++v) missing[v] = g.in_degree(static_cast<OpId>(v));
   if (sources_first) {
     for (std::size_t v = 0; v < n; ++v)
-      if (missing[v] == 0 && source(v)) order.push_back(static_cast<OpId>(v));
+      if (missing[v] == 0 && source(v)) {
+        order.push_back(static_cast<OpId>(v));
+        missing[v] = -1;  // placed: not searched from
+      }
     for (std::size_t k = 0; k < order.size(); ++k)
       for (OpId w : g.succ(order[k])) --missing[static_cast<std::size_t>(w)];
   }
   for (std::size_t v = n; v-- > 0;)
-    if (missing[v] == 0 && !(sources_first && source(v) && g.in_degree(static_cast<OpId>(v)) == 0))
-      stack.push_back(static_cast<OpId>(v));
+    if (missing[v] == 0) stack.push_back(static_cast<OpId>(v));
   while (!stack.empty()) {
     const OpId v = stack.back();
     stack.pop_back();

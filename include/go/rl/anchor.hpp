@@ -76,8 +76,7 @@ inline policy::TieOrder anchor_tie_order(std::string_view name) {
 struct Anchor {
   std::string placement;  // one of kAnchorPlacements, or "<one> + fan-out spread"
   bool ranked = false;    // upward-rank priority levels
-  bool fused = false;     // XLA-like fusion
-  bool one_producer = false;  // ... of the ops with one producer to fuse with only (one_producer_fusion)
+  int fusion = 0;         // 0 none, 1 XLA-like, 2 XLA-like of the ops with one producer to fuse with (one_producer_fusion)
   policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
@@ -102,8 +101,7 @@ struct Anchor {
   const SimResult& answer_result() const { return faster ? faster->result : result; }
   std::string answer_describe() const { return faster ? faster->describe : describe(); }
 
-  std::string describe() const { return describe_candidate(placement, ranked, fused ? (one_producer ? 2 : 1) : 0, ties); }
-  // fusion: 0 none, 1 XLA-like, 2 XLA-like of the ops with one producer to fuse with
+  std::string describe() const { return describe_candidate(placement, ranked, fusion, ties); }
   static std::string describe_candidate(const std::string& placement, bool ranked, int fusion, policy::TieOrder ties) {
     std::string out = placement + (ranked ? " + rank priorities" : "") +
                       (fusion == 1 ? " + xla fusion" : fusion == 2 ? " + xla fusion of one-producer ops" : "");
@@ -302,7 +300,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   std::vector<std::array<PlacementBest, 5>> per_placement(placements.size());
   struct Candidate {
     std::size_t pi;
-    int ranked, fused;  // fused: 0 none, 1 XLA-like, 2 XLA-like of one-producer ops
+    int ranked, fused;  // fused: as Anchor::fusion
     policy::TieOrder ties;
     Plan plan;  // decoded
     SimResult result;
@@ -424,8 +422,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         best_key = key;
         best.placement = placements[k.pi].first;
         best.ranked = k.ranked != 0;
-        best.fused = k.fused != 0;
-        best.one_producer = k.fused == 2;
+        best.fusion = k.fused;
         best.ties = k.ties;
         // a valid best is also the best of its placement and order, whose actions were just made
         best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, k.plan, priority_levels);
@@ -484,7 +481,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       placements.emplace_back(best.placement + " + fan-out spread", std::move(p));
       per_placement.emplace_back();
       placed.emplace_back();
-      batch.push_back({spread_pi, best.ranked ? 1 : 0, best.fused ? 1 : 0, best.ties, {}, {}, false});
+      batch.push_back({spread_pi, best.ranked ? 1 : 0, best.fusion, best.ties, {}, {}, false});
     }
   // The two best placements pipelined (each decoded once), as answers only unless depth-first order
   // is asked for: the anchor they make is a worse start for fine-tuning (WaveNet 2: GO ends at 55.14
