@@ -303,8 +303,8 @@ time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exa
 exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
 anchor_ties: best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's
 anchor is chosen from, of "program,first-ready,latest,depth-first" ("": "program,first-ready"; latest and
-first-ready when not listed are tried on the anchor's best four candidates as answers only, and the
-pipelined candidates are answers only unless depth-first is listed), as gopt place --anchor-ties;
+first-ready when not listed are tried on the anchor's best four candidates as answers only; the
+pipelined candidates are in depth-first order whatever is listed), as gopt place --anchor-ties;
 anchor_placements: the same methods: the placements GO's anchor starts from, of
 "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first" ("": all; depth-first: the two best
 pipelined), as gopt place --anchor-placements.

@@ -629,6 +629,12 @@ TEST_CASE("decode: fusing every op builds the XLA-like heuristic's groups, which
     const Decision back = decode(g, pg, actions_from_plan(g, pg, to_plan(d), 4), D);
     CHECK(back.device == d.device);
     CHECK(back.fusion_group == d.fusion_group);
+    // fusion into main producers: legal groups, and its actions decode back too
+    const Decision m = decode(g, pg, a, D, {.join = FusionJoin::main});
+    require_valid(g, m);
+    CHECK(m.fuse_requested == d.fuse_requested);
+    const Decision m_back = decode(g, pg, actions_from_plan(g, pg, to_plan(m), 4), D, {.join = FusionJoin::main});
+    CHECK(m_back.fusion_group == m.fusion_group);
   };
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     INFO("random graph, seed " << seed);
@@ -637,6 +643,61 @@ TEST_CASE("decode: fusing every op builds the XLA-like heuristic's groups, which
   for (const char* spec : {"zoo:rnnlm2", "zoo:wavenet2", "zoo:inception_v3"}) {
     INFO(spec);
     check(make_training_graph(load_graph(spec)), 2, 3);
+  }
+}
+
+// FusionJoin::main: an op joins one producer's group, the largest input's that can take it, so an
+// op reading two streams (WaveNet's concat of its chunk with the previous chunk's small tail) never
+// merges them; decoded with main, the plan's actions give its groups back.
+TEST_CASE("decode: fusion into the main producer joins one group, the largest input's", "[policy]") {
+  go_test::Tiny t;
+  const OpId x = t.op("x", 0, 4000, {}, 0, OpKind::input);
+  const OpId y = t.op("y", 0, 40, {}, 0, OpKind::input);
+  const OpId stream = t.op("stream", 0.1, 4000, {x}, 0, OpKind::relu);
+  const OpId tail = t.op("tail", 0.1, 40, {y}, 0, OpKind::slice);
+  const OpId cat = t.op("cat", 0.1, 4040, {tail, stream}, 0, OpKind::concat);  // small input first
+  const OpId out = t.op("out", 0.1, 4040, {cat, cat}, 0, OpKind::add);          // one producer, twice
+  const OpGraph g = t.build();
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  std::vector<std::pair<std::int64_t, OpId>> order;
+  fusion_producers_largest_first(g, cat, order);
+  REQUIRE(order.size() == 2);
+  CHECK(order[0] == std::pair<std::int64_t, OpId>{4000, stream});
+  CHECK(order[1] == std::pair<std::int64_t, OpId>{40, tail});
+  fusion_producers_largest_first(g, out, order);
+  CHECK(order == std::vector<std::pair<std::int64_t, OpId>>{{4040, cat}});
+  fusion_producers_largest_first(g, x, order);
+  CHECK(order.empty());
+  const std::int32_t n = g.num_ops();
+  Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
+  for (OpId v : {stream, tail, cat, out}) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 1;
+  auto group = [](const Decision& d, OpId v) { return d.fusion_group[static_cast<std::size_t>(v)]; };
+  const Decision all = decode(g, pg, a, 2);  // PolicyGraph::join is all: one kernel of both streams
+  CHECK(all.num_groups == 1);
+  CHECK((group(all, tail) == group(all, cat) && group(all, stream) == group(all, cat) && group(all, out) == group(all, cat)));
+  const Decision main = decode(g, pg, a, 2, {.join = FusionJoin::main});
+  require_valid(g, main);
+  CHECK(main.num_groups == 1);
+  CHECK(group(main, cat) >= 0);
+  CHECK(group(main, stream) == group(main, cat));
+  CHECK(group(main, out) == group(main, cat));
+  CHECK(group(main, tail) == -1);  // the small stream stays apart
+  CHECK(main.fused == 2);          // cat and out (stream and tail read sources only)
+  // the PolicyGraph's join is decode's default
+  PolicyGraph pg_main = pg;
+  pg_main.join = FusionJoin::main;
+  CHECK(decode(g, pg_main, a, 2).fusion_group == main.fusion_group);
+  CHECK(decode(g, pg_main, a, 2, {.join = FusionJoin::all}).fusion_group == all.fusion_group);
+  // the largest producer on another device: the next one, the tail, takes it
+  a.device.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(stream)]] = 1;
+  const Decision moved = decode(g, pg, a, 2, {.join = FusionJoin::main});
+  require_valid(g, moved);
+  CHECK(group(moved, tail) == group(moved, cat));
+  CHECK(group(moved, stream) == -1);
+  // actions_from_plan of a plan decoded with main decode back to it with main
+  for (const Decision* d : {&main, &moved}) {
+    const Actions back = actions_from_plan(g, pg, to_plan(*d), 4);
+    CHECK(decode(g, pg, back, 2, {.join = FusionJoin::main}).fusion_group == d->fusion_group);
   }
 }
 

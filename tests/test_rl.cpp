@@ -485,10 +485,12 @@ TEST_CASE("Anchor: fan-out ops spread over the devices (Transformer-XL)", "[rl]"
   const Cluster cl = cluster_preset("v100x4");
   const Simulator sim(g, cl);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  std::string without = kAnchorPlacements;
+  std::string with = kAnchorPlacements;  // the pipelined candidates left out: they are faster still here
+  with.erase(with.find(",depth-first"));    // (python/tests/test_gopt.py test_anchor_placements)
+  std::string without = with;
   without.erase(without.find(",spread"), std::string(",spread").size());
   const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, without);
-  const Anchor s = choose_anchor(g, pg, cl, sim, 8);
+  const Anchor s = choose_anchor(g, pg, cl, sim, 8, true, with);
   REQUIRE(a.result.valid);
   REQUIRE(s.result.valid);
   const std::vector<OpId> fan = fan_out_ops(g, a.plan.device, 4);
@@ -634,15 +636,17 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   const Simulator sim(g, cl);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
   const int placements = metis_available() ? 7 : 6;
-  const Anchor d = choose_anchor(g, pg, cl, sim, 8);
+  std::string unpipelined = kAnchorPlacements;  // the pipelined candidates left out (below for them)
+  unpipelined.erase(unpipelined.find(",depth-first"));
+  const Anchor d = choose_anchor(g, pg, cl, sim, 8, true, unpipelined);
   CHECK(d.ties != policy::TieOrder::latest);
-  CHECK(d.candidates == placements * 4 + 2 * 4 + 2);  // program order, 4 first-ready, 4 latest-first, 2 pipelined
-  const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,latest");
+  CHECK(d.candidates == placements * 4 + 2 * 4);  // program order, 4 first-ready, 4 latest-first
+  const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, unpipelined, 0, nullptr, "program,first-ready,latest");
   REQUIRE(a.result.valid);
   CHECK(a.ties == policy::TieOrder::latest);
   CHECK(a.describe() == "human + xla fusion + latest-first order");
-  CHECK(a.candidates == placements * 4 + 2 * 4 + 2);  // program order, then 4 in each other order, 2 pipelined
-  CHECK(!a.faster);  // the pipelined candidates (answers only) are slower here
+  CHECK(a.candidates == placements * 4 + 2 * 4);  // program order, then 4 in each other order
+  CHECK(!a.faster);
   REQUIRE(d.faster);
   CHECK(d.faster->describe == "human + xla fusion + latest-first order");
   CHECK(d.faster->result.step_time == a.result.step_time);  // the same four candidates, the same order
@@ -675,11 +679,18 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": "program,last"})"), Catch::Contains("'last'"));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": "latest,latest"})"), Catch::Contains("twice"));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"anchor_ties": ""})"), Catch::Contains("anchor_ties"));
-  // GO answers with it (zero-shot here) while its policy reads the program-order anchor
+  // with every placement the anchor is the pipelined plan (0.1% slower than latest-first order here),
+  // and GO answers with the latest-first plan (zero-shot here) while its policy reads that anchor
+  const Anchor full = choose_anchor(g, pg, cl, sim, 8);
+  CHECK(full.describe() == "human + xla fusion into main producers + depth-first order");
+  CHECK(full.candidates == d.candidates + 2);
+  CHECK(full.result.step_time < d.result.step_time);
+  REQUIRE(full.faster);
+  CHECK(full.faster->result.step_time == d.faster->result.step_time);
   const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
   GoPlaceReport rep;
   const Plan zp = go_place(g, cl, policy, 0, 2, 0, &rep);
-  CHECK(rep.anchor == d.describe());
+  CHECK(rep.anchor == full.describe());
   CHECK(rep.faster == "human + xla fusion + latest-first order");
   CHECK(rep.faster_step_time == d.faster->result.step_time);
   const double answer = sim.simulate(zp).step_time;
@@ -691,59 +702,69 @@ TEST_CASE("Anchor: latest-first order where it is fastest (RNNLM), rebuilt by ha
 // 4 V100s): with layers in blocks on the devices a device can start on the first chunk as soon as
 // the previous device has passed it on, if the chunks run one after another through the layers and
 // are not fused into one kernel per layer. The anchor's pipelined candidate does both: no priority
-// levels, depth-first order with the weights first, and XLA-like fusion of the ops with at most one
-// producer to fuse with. It is an answer (Anchor::faster), and the anchor when depth-first order is
-// asked for; its plan is rebuilt here from the parts.
+// levels, depth-first order with the weights first, and every op fused into its main producer. It
+// is the anchor here; its plan is rebuilt from the parts.
 TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by hand", "[rl]") {
   const OpGraph g = make_training_graph(load_graph("zoo:wavenet4:depth=6:segments=4"));
   const Cluster cl = cluster_preset("v100x4");
   const Simulator sim(g, cl);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
-  const Anchor d = choose_anchor(g, pg, cl, sim, 8);
-  REQUIRE(d.result.valid);
-  REQUIRE(d.faster);
-  CHECK(d.faster->describe == "human + xla fusion of one-producer ops + depth-first order");
-  CHECK(d.faster->result.step_time < 0.9 * d.result.step_time);
-  CHECK(d.ties != policy::TieOrder::depth_first);  // not the anchor the policy reads
-  // by hand: human devices, level 0 everywhere, one-producer fusion, depth-first ties
-  const std::vector<std::int32_t> one = one_producer_fusion(g, pg);
-  auto fuse_of = [&](const std::string& name) { return one[static_cast<std::size_t>(pg.row_of[static_cast<std::size_t>(*g.find(name))])]; };
-  CHECK(fuse_of("stack0/layer1/chunk1/concat") == 0);  // reads two streams: its tail and its chunk
-  CHECK(fuse_of("stack0/layer1/chunk1/tanh") == 1);    // epilogue of its convolution
-  CHECK(fuse_of("stack0/layer1/chunk1/halo") == 1);
+  const Anchor a = choose_anchor(g, pg, cl, sim, 8);
+  REQUIRE(a.result.valid);
+  CHECK(a.describe() == "human + xla fusion into main producers + depth-first order");
+  CHECK(a.ties == policy::TieOrder::depth_first);
+  CHECK(a.fusion == 2);
+  CHECK(a.join() == policy::FusionJoin::main);
+  CHECK(!a.faster);  // nothing tried after it is faster
+  // by hand: human devices, level 0 everywhere, every op fused into its main producer, depth-first ties
   Plan h = human_plan(g, cl);
   h.priority.clear();
   policy::Actions act = policy::actions_from_plan(g, pg, h, 8);
-  std::copy(one.begin(), one.end(), act.fuse.data<std::int32_t>());
-  const Plan p = policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first}));
-  CHECK(sim.simulate(p).step_time == d.faster->result.step_time);
+  std::fill_n(act.fuse.data<std::int32_t>(), act.fuse.numel(), 1);
+  const Plan p = policy::to_plan(
+      policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first, .join = policy::FusionJoin::main}));
+  CHECK(sim.simulate(p).step_time == a.result.step_time);
+  // the concat of chunk 1 with chunk 0's tail joins its own chunk's kernel, not the tail's
+  auto group = [&](const std::string& name) { return p.fusion[static_cast<std::size_t>(*g.find(name))]; };
+  CHECK(group("stack0/layer1/chunk1/concat") >= 0);
+  CHECK(group("stack0/layer1/chunk1/concat") == group("stack0/layer0/chunk1/residual_add"));
+  CHECK(group("stack0/layer1/chunk1/concat") != group("stack0/layer1/chunk1/halo"));
+  CHECK(group("stack0/layer1/chunk1/halo") == group("stack0/layer0/chunk0/residual_add"));
   // the ties are depth_first_topo_order with the weights first, larger first
   const std::vector<OpId> dfs = depth_first_topo_order(g, true);
   const auto n = static_cast<std::size_t>(g.num_ops());
   Plan q = p;
   for (std::size_t k = 0; k < n; ++k)
     q.priority[static_cast<std::size_t>(dfs[k])] = 1.f - static_cast<float>(k + 1) / static_cast<float>(n);
-  CHECK(sim.simulate(q).step_time == Approx(d.faster->result.step_time).epsilon(1e-12));
-  // both parts matter: program order, or XLA-like fusion of every op, is far slower
-  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::program}))).step_time >
-        1.1 * d.faster->result.step_time);
-  std::fill_n(act.fuse.data<std::int32_t>(), act.fuse.numel(), 1);
+  CHECK(sim.simulate(q).step_time == Approx(a.result.step_time).epsilon(1e-12));
+  // both parts matter: program order, or XLA-like fusion into every producer, is far slower
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::program, .join = policy::FusionJoin::main}))).step_time >
+        1.1 * a.result.step_time);
   CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first}))).step_time >
-        1.1 * d.faster->result.step_time);
-  // asked for depth-first order, the anchor is the pipelined plan, and decoding its actions gives it back
-  const Anchor a = choose_anchor(g, pg, cl, sim, 8, true, kAnchorPlacements, 0, nullptr, "program,first-ready,depth-first");
-  CHECK(a.describe() == d.faster->describe);
-  CHECK(a.ties == policy::TieOrder::depth_first);
-  CHECK(a.fusion == 2);
-  CHECK(a.result.step_time == d.faster->result.step_time);
-  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, a.actions, 4, {.ties = a.ties}))).step_time == a.result.step_time);
-  // left out of the placements, no candidate is pipelined
+        1.1 * a.result.step_time);
+  // its actions decode back to it, and set_anchor makes its ties and join the policy graph's,
+  // which decode uses by default
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg, a.actions, 4, {.ties = a.ties, .join = a.join()}))).step_time ==
+        a.result.step_time);
+  policy::PolicyGraph pg_set = pg;
+  set_anchor(g, pg_set, cl, sim, 8);
+  CHECK(pg_set.ties == policy::TieOrder::depth_first);
+  CHECK(pg_set.join == policy::FusionJoin::main);
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg_set, a.actions, 4))).step_time == a.result.step_time);
+  // the other placement pipelined is the alternative, in the same order and join
+  REQUIRE(!a.alternatives.empty());
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg_set, a.alternatives[0].first, 4))).step_time ==
+        a.alternatives[0].second);
+  pg_set.clear_anchor();
+  CHECK(pg_set.join == policy::FusionJoin::all);
+  // left out of the placements, no candidate is pipelined, and the anchor is far slower
   std::string without = kAnchorPlacements;
   without.erase(without.find(",depth-first"));
   const Anchor w = choose_anchor(g, pg, cl, sim, 8, true, without);
-  CHECK(w.candidates == d.candidates - 2);
+  CHECK(w.candidates == a.candidates - 2);
+  CHECK(w.ties != policy::TieOrder::depth_first);
   CHECK((!w.faster || w.faster->describe.find("depth-first") == std::string::npos));
-  CHECK(w.answer_result().step_time > 1.1 * d.answer_result().step_time);
+  CHECK(w.answer_result().step_time > 1.1 * a.result.step_time);
 }
 
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting

@@ -28,16 +28,16 @@ inline constexpr const char* kTimeLimitHelp =
 inline constexpr const char* kAnchorTiesHelp =
     "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level GO's anchor is chosen "
     "from, of program,first-ready,latest,depth-first: every candidate in the first, its best four in each other "
-    "one; latest and first-ready when not listed are tried on those four as answers only, never as the anchor, "
-    "and the pipelined candidates (see --anchor-placements) are answers only unless depth-first is listed "
+    "one; latest and first-ready when not listed are tried on those four as answers only, never as the anchor "
     "(default program,first-ready; latest = the op latest in topological order first; depth-first = one stream "
-    "of independent work through every layer before the next, weights taken as given)";
+    "of independent work through every layer before the next, weights taken as given; the pipelined candidates, "
+    "see --anchor-placements, are in depth-first order whatever is listed)";
 inline std::string anchor_placements_help() {
   return "best-heuristic, anneal-anchor, go methods: the placements GO's anchor starts from, of " +
          go::rl::kAnchorPlacements +
          " (default: all; spread = the best of the others with its fan-out ops, those read on two or more other "
          "devices, spread over the devices; depth-first = the two best of the others pipelined: no priority levels, "
-         "depth-first order, XLA-like fusion of the ops with one producer to fuse with)";
+         "depth-first order, every op fused into its main producer, the one whose input is largest)";
 }
 // A bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1").
 inline void one_line_parse_errors(CLI::App& app) {

@@ -634,7 +634,7 @@ class CliEquality(unittest.TestCase):
         # every placement (the default): the two best also pipelined, which is faster still here
         full = gopt.place(g, "v100x4", "best-heuristic")
         self.assertEqual(full.simulations, spread.simulations + 2)
-        self.assertEqual(full.note, "human + xla fusion of one-producer ops + depth-first order")
+        self.assertEqual(full.note, "human + xla fusion into main producers + depth-first order")
         self.assertLess(full.step_time_ms, spread.step_time_ms)
         self.assertEqual(gopt.simulate(g, "v100x4", full.plan).step_time_ms, full.step_time_ms)
         zs = gopt.place(g, "v100x4", "go-zero-shot", anchor_placements=others)

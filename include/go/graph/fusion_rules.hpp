@@ -56,6 +56,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "go/graph/graph.hpp"
@@ -330,6 +331,29 @@ inline void for_each_fusion_producer(const OpGraph& g, OpId v, F&& f) {
   }
   auto ps = g.pred(v);
   if (!ps.empty()) f(ps[0]);
+}
+
+// The ops of for_each_fusion_producer, largest first: by the bytes of the tensor v reads from each
+// (a producer feeding two inputs counts once, by its larger one), ties in input order. Its first
+// is v's main producer, the one "fuse into the main producer" (policy::FusionJoin::main) joins.
+// Why: an op that reads two independent streams (WaveNet's concat of its time chunk with the small
+// tail of the previous chunk) joins the stream whose data it carries; XLA reads the tail from the
+// other kernel's output instead of merging the two.
+inline void fusion_producers_largest_first(const OpGraph& g, OpId v, std::vector<std::pair<std::int64_t, OpId>>& out) {
+  out.clear();
+  auto ins = g.inputs(v);
+  if (ins.empty()) {
+    for_each_fusion_producer(g, v, [&](OpId p) { out.emplace_back(0, p); });
+    return;
+  }
+  for (TensorId t : ins) {
+    const TensorInfo& tensor = g.tensor(t);
+    if (tensor.producer < 0) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.second == tensor.producer; });
+    if (it == out.end()) out.emplace_back(tensor.bytes, tensor.producer);
+    else it->first = std::max(it->first, tensor.bytes);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
 }
 
 // False when no legal group holds both v and its producer p (p a predecessor of v), whatever else

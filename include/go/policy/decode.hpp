@@ -13,7 +13,8 @@
 //   3. Fusion, ops visited in topological order. An op v whose action is "fuse into producers"
 //      joins the group of each of its producers p in turn (go::for_each_fusion_producer: the
 //      producers of its data inputs, first input first; for an op with only control inputs, its
-//      first predecessor) when
+//      first predecessor), or with FusionJoin::main (DecodeOptions::join; by default the
+//      PolicyGraph's `join`) only the first of them, largest input first, that it can join, when
 //        a. p is on v's device (after rule 1),
 //        b. the union is a kernel a compiler builds (go/graph/fusion_rules.hpp: e.g. no
 //           convolution gradient with an epilogue, no matmul into a matmul, nothing reading a
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "go/core/error.hpp"
@@ -60,6 +62,7 @@ struct DecodeOptions {
   bool colocate = true;
   std::int64_t search_budget = 4096;
   TieOrder ties = TieOrder::graph;
+  FusionJoin join = FusionJoin::graph;
 };
 
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
@@ -69,7 +72,9 @@ struct DecodeOptions {
 // producers" wherever an op shares a fusion group with one of its for_each_fusion_producer() ops.
 // decode() of these actions gives back the plan's devices and priorities; its fusion groups are
 // the plan's wherever each group holds every producer, on its device, of each member that joined
-// one (true of the groups decode() builds, and of the XLA-like heuristic's when nothing is refused).
+// one (true of the groups decode() builds, and of the XLA-like heuristic's when nothing is refused),
+// and, decoded with FusionJoin::main, for groups that decode() built with it (each member joined
+// one producer, so a group is a tree of such links).
 inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const Plan& p, int priority_levels) {
   const std::int32_t n = g.num_ops();
   GO_CHECK(pg.num_nodes == n, g.where(), "actions_from_plan: the policy graph has ", pg.num_nodes,
@@ -172,13 +177,15 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   }
 
   FusionGroups groups(g, opt.search_budget);
+  const bool join_main = (opt.join == FusionJoin::graph ? pg.join : opt.join) == FusionJoin::main;
+  std::vector<std::pair<std::int64_t, OpId>> largest_first;
   for (OpId v : topo) {
     if (af[pg.row_of[static_cast<std::size_t>(v)]] != 1) continue;
     ++d.fuse_requested;
     const std::int32_t dv = d.device[static_cast<std::size_t>(v)];
     bool joined = false;
     std::int64_t* first_refusal = nullptr;
-    for_each_fusion_producer(g, v, [&](OpId p) {
+    auto join = [&](OpId p) {
       std::int64_t* refusal = nullptr;
       if (d.device[static_cast<std::size_t>(p)] != dv) {
         refusal = &d.refused_device;
@@ -191,7 +198,13 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
         }
       }
       if (!first_refusal) first_refusal = refusal;
-    });
+    };
+    if (join_main) {
+      fusion_producers_largest_first(g, v, largest_first);
+      for (std::size_t k = 0; k < largest_first.size() && !joined; ++k) join(largest_first[k].second);
+    } else {
+      for_each_fusion_producer(g, v, join);
+    }
     if (joined) ++d.fused;
     else if (first_refusal) ++*first_refusal;
   }

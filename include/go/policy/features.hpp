@@ -30,6 +30,8 @@
 //                           order instead of first-ready order (see go/graph/graph.hpp)
 //   ties     TieOrder       which order decode gives ops of one level by default (the anchor
 //                           chooses it per graph and cluster)
+//   join     FusionJoin     which producers decode's "fuse into producers" joins by default (the
+//                           anchor's: all, or the main one for its pipelined plans)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -58,10 +60,19 @@ inline constexpr float kMaskedLogit = -1e9f;
 //                (PolicyGraph::tie_depth_first): one stream of independent work (a time chunk) runs
 //                through its layers, and back through their gradients, before the next, so with
 //                layers in blocks on devices the next device starts on the first stream early (a
-//                pipeline; WaveNet 4 on 4 GPUs, with no priority levels and the anchor's
-//                one-producer fusion: 212.8 -> 121.2 ms, go/rl/anchor.hpp);
+//                pipeline; WaveNet 4 on 4 GPUs, with no priority levels and fusion into each
+//                op's main producer: 212.8 -> 93.0 ms, go/rl/anchor.hpp);
 //   graph        (a decode option only) the PolicyGraph's `ties`.
 enum class TieOrder : std::uint8_t { graph, program, first_ready, latest, depth_first };
+
+// Which producers an op whose action is "fuse into producers" joins (go/policy/decode.hpp, rule 3):
+//   all    every producer it can share a group with (XLA-like fusion);
+//   main   one: the first, largest input first (go::fusion_producers_largest_first), that can take
+//          it. An op reading two independent streams then never merges them: with depth-first
+//          order, WaveNet 4 on 4 GPUs 121.2 -> 93.0 ms against fusion of the ops with one producer
+//          (go/rl/anchor.hpp's pipelined candidates);
+//   graph  (a decode option only) the PolicyGraph's `join`.
+enum class FusionJoin : std::uint8_t { graph, all, main };
 
 struct PolicyGraph {
   std::string name;
@@ -80,6 +91,7 @@ struct PolicyGraph {
   // decode's default order within a level (never TieOrder::graph), the one the anchor found
   // fastest (set_anchor in go/rl/anchor.hpp; none is best on every graph)
   TieOrder ties = TieOrder::program;
+  FusionJoin join = FusionJoin::all;  // decode's default fusion join (never graph), the anchor's
 
   std::int64_t num_edges() const { return preds.nnz(); }
   bool has_anchor() const { return anchor_device.defined(); }
@@ -110,6 +122,7 @@ struct PolicyGraph {
   void clear_anchor() {
     anchor_device = anchor_priority = anchor_fuse = Tensor();
     ties = TieOrder::program;
+    join = FusionJoin::all;
   }
 
   // From an op graph: rows in g.topo_order().

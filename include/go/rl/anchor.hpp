@@ -22,10 +22,9 @@
 //               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
 // least memory excess. Then a few more, each kept when faster: the best candidate with its fan-out
-// ops spread over the devices (`spread`, spread_fan_out below), and, as answers only unless
-// depth-first order is asked for (Anchor::faster), the two best placements pipelined
-// (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first) and
-// XLA-like fusion of the ops with one producer to fuse with (one_producer_fusion below).
+// ops spread over the devices (`spread`, spread_fan_out below), and the two best placements
+// pipelined (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first)
+// and every op fused into its main producer (policy::FusionJoin::main).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -76,8 +75,10 @@ inline policy::TieOrder anchor_tie_order(std::string_view name) {
 struct Anchor {
   std::string placement;  // one of kAnchorPlacements, or "<one> + fan-out spread"
   bool ranked = false;    // upward-rank priority levels
-  int fusion = 0;         // 0 none, 1 XLA-like, 2 XLA-like of the ops with one producer to fuse with (one_producer_fusion)
+  int fusion = 0;         // 0 none, 1 XLA-like, 2 every op into its main producer (policy::FusionJoin::main)
   policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
+  // how `actions` decode (PolicyGraph::join, set by set_anchor)
+  policy::FusionJoin join() const { return fusion == 2 ? policy::FusionJoin::main : policy::FusionJoin::all; }
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
   policy::Actions actions;  // rows in the PolicyGraph's order
@@ -85,10 +86,9 @@ struct Anchor {
   // The best valid candidate of each other placement in the anchor's tie order (so that their actions
   // decode to these step times), best first: other starting points for fine-tuning's block moves.
   std::vector<std::pair<policy::Actions, double>> alternatives;
-  // The tie orders not asked for are tried too, on the best four candidates, but only as answers,
-  // and so are the pipelined candidates unless depth-first order is asked for: the best of them
-  // when it is valid and faster than the anchor, for the methods that answer with the best plan
-  // they simulated (best-heuristic, GO). It is never the anchor the policy reads nor a starting
+  // The tie orders not asked for are tried too, on the best four candidates, but only as answers:
+  // the best of them when it is valid and faster than the anchor, for the methods that answer with
+  // the best plan they simulated (best-heuristic, GO). It is never the anchor the policy reads nor a starting
   // point: fine-tuning from a latest-first anchor ends worse on Inception-v3, while that order alone
   // is the best plan on RNNLM (bench/README.md, "Latest-first order").
   struct Faster {
@@ -104,7 +104,7 @@ struct Anchor {
   std::string describe() const { return describe_candidate(placement, ranked, fusion, ties); }
   static std::string describe_candidate(const std::string& placement, bool ranked, int fusion, policy::TieOrder ties) {
     std::string out = placement + (ranked ? " + rank priorities" : "") +
-                      (fusion == 1 ? " + xla fusion" : fusion == 2 ? " + xla fusion of one-producer ops" : "");
+                      (fusion == 1 ? " + xla fusion" : fusion == 2 ? " + xla fusion into main producers" : "");
     for (const AnchorTieOrder& t : kAnchorTieOrderTable)
       if (t.order == ties) out += t.phrase;
     return out;
@@ -185,26 +185,6 @@ inline double busiest_device_load(const OpGraph& g, const Simulator& sim, std::s
     }
   }
   return *std::max_element(load.begin(), load.end());
-}
-
-// Per row of pg, "fuse into producers" where the op has at most one producer it could share a group
-// with (fusion_pair_possible), else 0: XLA-like fusion that never merges two producers' groups.
-// Why: on graphs of independent streams through shared layers (WaveNet's time chunks, each reading
-// its predecessor's tail) an op reading two streams would merge their groups, and the chain of such
-// merges makes one kernel of a layer's every stream, which no device can pipeline; XLA itself would
-// duplicate the shared producer into each consumer's kernel instead (not modelled).
-inline std::vector<std::int32_t> one_producer_fusion(const OpGraph& g, const policy::PolicyGraph& pg) {
-  std::vector<std::int32_t> fuse(static_cast<std::size_t>(g.num_ops()), 0);
-  std::vector<OpId> producers;
-  for (OpId v = 0; v < g.num_ops(); ++v) {
-    producers.clear();
-    for_each_fusion_producer(g, v, [&](OpId p) {
-      if (fusion_pair_possible(g, v, p) && std::find(producers.begin(), producers.end(), p) == producers.end())
-        producers.push_back(p);
-    });
-    fuse[static_cast<std::size_t>(pg.row_of[static_cast<std::size_t>(v)])] = producers.size() <= 1 ? 1 : 0;
-  }
-  return fuse;
 }
 
 // Upward-rank priority levels in [0, levels): level = floor(levels * rank / max rank), capped.
@@ -296,8 +276,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     double step_time = 0;
     policy::Actions actions;
   };
-  // per placement and tie order (indexed by TieOrder)
-  std::vector<std::array<PlacementBest, 5>> per_placement(placements.size());
+  // per placement, tie order and join (indexed by best_index)
+  std::vector<std::array<PlacementBest, 10>> per_placement(placements.size());
+  auto best_index = [](policy::TieOrder ties, int fusion) { return static_cast<std::size_t>(ties) * 2 + (fusion == 2 ? 1 : 0); };
   struct Candidate {
     std::size_t pi;
     int ranked, fused;  // fused: as Anchor::fusion
@@ -315,7 +296,6 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   // placement is decoded once, by its first candidate (`placed`, per placement and fusion), and
   // the others take its devices and groups.
   std::vector<std::array<std::optional<policy::Decision>, 3>> placed(placements.size());
-  std::vector<std::int32_t> one_producer;  // one_producer_fusion, once needed
   std::size_t spread_pi = std::numeric_limits<std::size_t>::max();  // the fan-out spread's placement, once made
   std::vector<OpId> spread_ops;
   policy::DecodeOptions dopt;
@@ -327,12 +307,12 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     p.device = heuristic.device.empty() ? std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0) : heuristic.device;
     if (k.ranked) p.priority = ranks;
     policy::Actions a = policy::actions_from_plan(g, pg, p, priority_levels);
-    if (k.fused == 1) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
-    if (k.fused == 2) std::copy(one_producer.begin(), one_producer.end(), a.fuse.data<std::int32_t>());
+    if (k.fused != 0) std::fill_n(a.fuse.data<std::int32_t>(), a.fuse.numel(), 1);
     if (k.pi == spread_pi)
       for (OpId v : spread_ops) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 0;
     policy::DecodeOptions o = dopt;
     o.ties = k.ties;
+    o.join = k.fused == 2 ? policy::FusionJoin::main : policy::FusionJoin::all;
     if (base) {
       k.plan = policy::to_plan(policy::decode(g, pg, a, c.num_devices(), o, &*base));
       return;
@@ -414,7 +394,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       }
       const double key = valid ? r.step_time : memory_excess(r, c);
       if (k.ties == orders[0]) tried.push_back({valid, key, k.pi, k.ranked, k.fused});
-      PlacementBest& pb = per_placement[k.pi][static_cast<std::size_t>(k.ties)];
+      PlacementBest& pb = per_placement[k.pi][best_index(k.ties, k.fused)];
       if (valid && (!pb.set || r.step_time < pb.step_time))
         pb = {true, r.step_time, policy::actions_from_plan(g, pg, k.plan, priority_levels)};
       if ((valid && !best_valid) || (valid == best_valid && key < best_key)) {
@@ -483,17 +463,15 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       placed.emplace_back();
       batch.push_back({spread_pi, best.ranked ? 1 : 0, best.fusion, best.ties, {}, {}, false});
     }
-  // The two best placements pipelined (each decoded once), as answers only unless depth-first order
-  // is asked for: the anchor they make is a worse start for fine-tuning (WaveNet 2: GO ends at 55.14
-  // from it, at 53.46 from the program-order anchor; bench/README.md, "Pipelined plans").
+  // The two best placements pipelined (each decoded once), candidates for the anchor: fine-tuning
+  // from the pipelined anchor improves it (WaveNet 2 on 2 GPUs: 43.37 -> 42.22 ms; bench/README.md,
+  // "Pipelined plans").
   if (wanted("depth-first") && c.num_devices() > 1) {
-    const bool answer_only = std::find(orders.begin(), orders.end(), policy::TieOrder::depth_first) == orders.end();
     std::vector<std::size_t> chosen;
     for (const Tried& t : tried)
       if (t.valid && chosen.size() < 2 && std::find(chosen.begin(), chosen.end(), t.placement) == chosen.end())
         chosen.push_back(t.placement);
-    if (!chosen.empty()) one_producer = one_producer_fusion(g, pg);
-    for (std::size_t pi : chosen) batch.push_back({pi, 0, 2, policy::TieOrder::depth_first, {}, {}, answer_only});
+    for (std::size_t pi : chosen) batch.push_back({pi, 0, 2, policy::TieOrder::depth_first, {}, {}, false});
   }
   // (Depth-first order pays with no priority levels, as the pipelined candidates have it; within
   // rank levels it is not faster on the paper table's rows, so it is not tried here.)
@@ -502,7 +480,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       try_best_in(t.order, true);
   run_batch(batch, {});
   best.candidates = evaluated;
-  const auto order = static_cast<std::size_t>(best.ties);
+  const std::size_t order = best_index(best.ties, best.fusion);
   std::vector<std::size_t> others;
   for (std::size_t pi = 0; pi < placements.size(); ++pi)
     if (per_placement[pi][order].set && placements[pi].first != base && pi != spread_pi) others.push_back(pi);
@@ -522,6 +500,7 @@ inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluste
   Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders, threads);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
   pg.ties = a.ties;
+  pg.join = a.join();
   return a;
 }
 

@@ -83,7 +83,7 @@ namespace go::rl {
 
 // Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them; `spread`
 // is the best of the others with its fan-out ops spread over the devices, `depth-first` the two best
-// pipelined (no priority levels, depth-first order, XLA-like fusion of one-producer ops).
+// pipelined (no priority levels, depth-first order, every op fused into its main producer).
 inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first";
 // Every order of the ops of one priority level the anchor can try, and those it tries by default.
 inline const std::string kAnchorTieOrders = "program,first-ready,latest,depth-first";
