@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Pipelined plans for WaveNet 4 (v100x4): the anchor's candidate and a faster one made by hand.
+"""Pipelined plans for WaveNet 4 (v100x4): the anchor's candidate, its parts, and one made by hand.
 
 WaveNet's layers read their time chunk and the previous chunk's tail, so with layers in blocks on
 the devices a device can start on chunk 0 as soon as the previous device has passed chunk 0 on: a
-pipeline over the 16 chunks. Two things keep the heuristic plans from it (bench/README.md,
+pipeline over the 16 chunks. Two things keep the other heuristic plans from it (bench/README.md,
 "Pipelined plans"):
   - order: program order and the rank levels run one layer for every chunk before the next layer,
     so a device hands nothing on until it is nearly done;
@@ -13,11 +13,12 @@ pipeline over the 16 chunks. Two things keep the heuristic plans from it (bench/
 This script prints:
   - best-heuristic without the pipelined candidates (`depth-first` left out of the placements);
   - best-heuristic with them: no priority levels, depth-first order with the weights first, and
-    XLA-like fusion of the ops with at most one producer to fuse with (the anchor's candidate);
-  - by hand: the human placement with XLA-like fusion whose groups are split by time chunk (the
-    chunk is read from the op names, which only a hand-made plan may do), in the same order;
-  - that split fusion in first-ready order, and the full XLA-like fusion in depth-first order: each
-    part alone.
+    every op fused into its main producer (the one whose output it reads is largest);
+  - each part alone: that fusion in first-ready order, and XLA-like fusion into every producer in
+    depth-first order;
+  - by hand: XLA-like fusion whose groups are split by time chunk (the chunk read from the op names,
+    which only a hand-made plan may do), in depth-first order: what the main-producer rule gets
+    without the names.
 
     PYTHONPATH=build/python python3 bench/wavenet_pipeline.py [--graph zoo:wavenet4] [--cluster v100x4]
 """
@@ -43,21 +44,22 @@ def main():
         r = gopt.simulate(g, args.cluster, plan)
         return "%.2f ms" % r.step_time_ms if r.valid else r.status
 
-    human = gopt.place(g, args.cluster, "human", fusion="xla").plan
-    chunk = []
-    for n in g.names:
-        m = re.search(r"/chunk(\d+)/", n + "/")
-        chunk.append(int(m.group(1)) if m else -1)
-    ids, split = {}, []
-    for i, f in enumerate(human.fusion):
-        split.append(-1 if f < 0 else ids.setdefault((f, chunk[i]), len(ids)))
+    device = now.plan.device
     depth_first = now.plan.priority  # level 0 + the depth-first tie of every op
-    print("by hand, human + XLA-like fusion split by chunk + depth-first order: %s"
-          % step(gopt.Plan(human.device, depth_first, split)))
-    print("  the same in first-ready order (no priorities):                     %s"
-          % step(gopt.Plan(human.device, None, split)))
-    print("  human + XLA-like fusion of every op + depth-first order:           %s"
-          % step(gopt.Plan(human.device, depth_first, human.fusion)))
+    print("  its fusion in first-ready order (no priorities):       %s" % step(gopt.Plan(device, None, now.plan.fusion)))
+    xla = gopt.place(g, args.cluster, "human", fusion="xla").plan
+    if list(xla.device) == list(device):
+        print("  XLA-like fusion into every producer, depth-first order: %s" % step(gopt.Plan(device, depth_first, xla.fusion)))
+        chunk = []
+        for n in g.names:
+            m = re.search(r"/chunk(\d+)/", n + "/")
+            chunk.append(int(m.group(1)) if m else -1)
+        ids, split = {}, []
+        for i, f in enumerate(xla.fusion):
+            split.append(-1 if f < 0 else ids.setdefault((f, chunk[i]), len(ids)))
+        print("by hand, XLA-like fusion split by chunk + depth-first order: %s" % step(gopt.Plan(device, depth_first, split)))
+    else:
+        print("  (the answer's placement is not the human one, on which the hand-made plans are built)")
 
 
 if __name__ == "__main__":
