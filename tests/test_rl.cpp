@@ -521,6 +521,43 @@ TEST_CASE("Anchor: fan-out ops spread over the devices (Transformer-XL)", "[rl]"
         std::string::npos);
 }
 
+// Transformer-XL's segments are streams through the layers as WaveNet's chunks are: with the
+// positional encodings spread (the fan-out spread candidate), that plan in depth-first order with
+// no priority levels lets each device start on the first segment early. The anchor tries the
+// spread candidate so pipelined, with its own fusion (XLA-like, the spread ops unfused).
+TEST_CASE("Anchor: the fan-out spread candidate pipelined (Transformer-XL)", "[rl]") {
+  const OpGraph g = make_training_graph(load_graph("zoo:transformer_xl4:seq=16"));
+  const Cluster cl = cluster_preset("v100x4");
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  const Anchor a = choose_anchor(g, pg, cl, sim, 8);
+  REQUIRE(a.result.valid);
+  CHECK(a.describe() == "human + fan-out spread + xla fusion + depth-first order");
+  CHECK(a.ties == policy::TieOrder::depth_first);
+  CHECK(!a.ranked);
+  CHECK(a.join() == policy::FusionJoin::all);
+  std::string unpipelined = kAnchorPlacements;
+  unpipelined.erase(unpipelined.find(",depth-first"));
+  const Anchor w = choose_anchor(g, pg, cl, sim, 8, true, unpipelined);
+  REQUIRE(w.result.valid);
+  CHECK(w.placement == "human + fan-out spread");
+  CHECK(w.candidates == a.candidates - 3);  // two pipelined placements and the spread one
+  CHECK(a.result.step_time < 0.97 * w.answer_result().step_time);
+  // by hand: the spread plan's devices, no levels, its fusion (every op but the spread ones), depth-first ties
+  CHECK(a.plan.device == w.plan.device);
+  policy::Actions act = policy::actions_from_plan(g, pg, Plan{w.plan.device, {}, {}}, 8);
+  std::fill_n(act.fuse.data<std::int32_t>(), act.fuse.numel(), 1);
+  for (OpId v : fan_out_ops(g, human_plan(g, cl, {}, nullptr, &sim).device, 4))
+    act.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 0;
+  const Plan p = policy::to_plan(policy::decode(g, pg, act, 4, {.ties = policy::TieOrder::depth_first}));
+  CHECK(p.fusion == a.plan.fusion);
+  CHECK(sim.simulate(p).step_time == a.result.step_time);
+  // its actions decode back to it through the policy graph's defaults
+  policy::PolicyGraph pg_set = pg;
+  set_anchor(g, pg_set, cl, sim, 8);
+  CHECK(sim.simulate(policy::to_plan(policy::decode(g, pg_set, a.actions, 4))).step_time == a.result.step_time);
+}
+
 // The anchor's simulations stop at the first out-of-memory; where no candidate fits, the anchor is
 // the one that misses by the least, judged (and reported) on its whole step.
 TEST_CASE("Anchor: where nothing fits, the least excess, from whole simulations", "[rl]") {
