@@ -307,7 +307,7 @@ first-ready when not listed are tried on the anchor's best four candidates as an
 pipelined candidates are in depth-first order whatever is listed), as gopt place --anchor-ties;
 anchor_placements: the same methods: the placements GO's anchor starts from, of
 "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first" ("": all; depth-first: the two best
-pipelined), as gopt place --anchor-placements.
+pipelined, and the spread one), as gopt place --anchor-placements.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

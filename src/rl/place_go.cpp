@@ -202,8 +202,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       "best-heuristic",
       "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
       "none/XLA-like fusion in program order, the best four also in first-ready and latest-first order, the best "
-      "two pipelined (depth-first order, fusion into main producers), each simulated (GO's anchor and the plans GO "
-      "compares its own with)",
+      "with its fan-out ops spread, the best two and the spread one pipelined (depth-first order, no priorities), "
+      "each simulated (GO's anchor and the plans GO compares its own with)",
       [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
         const Anchor a = heuristic_anchor(g, c, po);
         out.simulations = a.candidates;

@@ -83,7 +83,8 @@ namespace go::rl {
 
 // Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them; `spread`
 // is the best of the others with its fan-out ops spread over the devices, `depth-first` the two best
-// pipelined (no priority levels, depth-first order, every op fused into its main producer).
+// pipelined (no priority levels, depth-first order, every op fused into its main producer) and, with
+// `spread`, the spread one pipelined with its own fusion.
 inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first";
 // Every order of the ops of one priority level the anchor can try, and those it tries by default.
 inline const std::string kAnchorTieOrders = "program,first-ready,latest,depth-first";
