@@ -73,13 +73,19 @@ inline policy::TieOrder anchor_tie_order(std::string_view name) {
   GO_FAIL("anchor: unknown tie order '", name, "' (known: ", kAnchorTieOrders, ")");
 }
 
+// How a candidate's "fuse into producers" actions decode, by its fusion (Anchor::fusion): the
+// pipelined candidates' (2) into main producers, the others' into every producer.
+constexpr policy::FusionJoin anchor_join(int fusion) {
+  return fusion == 2 ? policy::FusionJoin::main : policy::FusionJoin::all;
+}
+
 struct Anchor {
   std::string placement;  // one of kAnchorPlacements, or "<one> + fan-out spread"
   bool ranked = false;    // upward-rank priority levels
   int fusion = 0;         // 0 none, 1 XLA-like, 2 every op into its main producer (policy::FusionJoin::main)
   policy::TieOrder ties = policy::TieOrder::program;  // order of the ops of one priority level
   // how `actions` decode (PolicyGraph::join, set by set_anchor)
-  policy::FusionJoin join() const { return fusion == 2 ? policy::FusionJoin::main : policy::FusionJoin::all; }
+  policy::FusionJoin join() const { return anchor_join(fusion); }
   Plan plan;              // decoded plan (what greedy decoding of a fresh policy gives)
   SimResult result;
   policy::Actions actions;  // rows in the PolicyGraph's order
@@ -279,7 +285,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   };
   // per placement, tie order and join (indexed by best_index)
   std::vector<std::array<PlacementBest, 10>> per_placement(placements.size());
-  auto best_index = [](policy::TieOrder ties, int fusion) { return static_cast<std::size_t>(ties) * 2 + (fusion == 2 ? 1 : 0); };
+  auto best_index = [](policy::TieOrder ties, int fusion) {
+    return static_cast<std::size_t>(ties) * 2 + (anchor_join(fusion) == policy::FusionJoin::main ? 1 : 0);
+  };
   struct Candidate {
     std::size_t pi;
     int ranked, fused;  // fused: as Anchor::fusion
@@ -313,7 +321,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       for (OpId v : spread_ops) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]] = 0;
     policy::DecodeOptions o = dopt;
     o.ties = k.ties;
-    o.join = k.fused == 2 ? policy::FusionJoin::main : policy::FusionJoin::all;
+    o.join = anchor_join(k.fused);
     if (base) {
       k.plan = policy::to_plan(policy::decode(g, pg, a, c.num_devices(), o, &*base));
       return;
