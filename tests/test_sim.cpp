@@ -765,7 +765,9 @@ TEST_CASE("Chrome trace: one track per device and per used link", "[sim]") {
       CHECK(e["ts"].get<double>() == Approx(1000));
       CHECK(e["dur"].get<double>() == Approx(1100));
       CHECK(e["args"]["bytes"] == 1000000);
+      CHECK(e["args"]["producer"] == 0);
     }
+    if (e["ph"] == "X" && e["pid"] == 0) CHECK(g.name(e["args"]["index"].get<go::OpId>()) == e["name"]);
     if (e["ph"] == "C") ++counters;
     if (e["ph"] == "M" && e["name"] == "thread_name") threads.push_back(e["args"]["name"]);
   }
@@ -774,4 +776,34 @@ TEST_CASE("Chrome trace: one track per device and per used link", "[sim]") {
   CHECK(counters > 0);
   CHECK(threads == std::vector<std::string>{"gpu0 (test)", "gpu1 (test)", "gpu0 -> gpu1"});
   CHECK(j["otherData"]["step_time_ms"].get<double>() == Approx(5.1));  // c: 2.1-5.1 ms
+}
+
+TEST_CASE("Chrome trace: a unit's index is its OpId, also in a training graph", "[sim]") {
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:rnnlm2:seq=3"));
+  go::Simulator sim(g, go::cluster_preset("v100x2"));
+  go::SimWorkspace ws = sim.make_workspace();
+  go::Plan p;
+  p.device.resize(static_cast<std::size_t>(g.num_ops()));
+  for (go::OpId i = 0; i < g.num_ops(); ++i) p.device[static_cast<std::size_t>(i)] = i < g.num_ops() / 2 ? 0 : 1;
+  go::colocate(g, p);
+  REQUIRE(sim.simulate(p, ws).valid);
+  const nlohmann::json j = go::chrome_trace(sim, p, ws);
+  int units = 0, other_source = 0, transfers = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["pid"] == 1) {
+      const auto producer = e["args"]["producer"].get<go::OpId>();
+      CHECK(e["name"].get<std::string>().rfind(g.name(producer) + ":", 0) == 0);
+      ++transfers;
+      continue;
+    }
+    const auto i = e["args"]["index"].get<go::OpId>();
+    CHECK(g.name(i) == e["name"].get<std::string>());  // unfused: the name alone
+    CHECK(e["tid"] == p.device[static_cast<std::size_t>(i)]);
+    other_source += e["args"]["op"].get<std::int64_t>() != i ? 1 : 0;
+    ++units;
+  }
+  CHECK(units > 0);
+  CHECK(transfers > 0);
+  CHECK(other_source > 0);  // source ids are not indices here, so the check above reads "index"
 }

@@ -392,6 +392,59 @@ class Simulate(unittest.TestCase):
         self.assertIn("memory gpu1", {e.get("name") for e in t["traceEvents"] if e.get("ph") == "C"} | names)
         self.assertIsNone(gopt.simulate(g, "v100x2", gopt.Plan(device=[0, 0, 1])).trace)
 
+    def test_trace_index(self):
+        # a unit's "index" is its op's place in the graph (and the plan's arrays); a transfer's
+        # "producer" is its tensor's producer's
+        g = gopt.load_graph(RESNET18, training=True)
+        p = gopt.place(g, "v100x2", "human").plan
+        events = json.loads(gopt.simulate(g, "v100x2", p, trace=True).trace)["traceEvents"]
+        units = [e for e in events if e.get("ph") == "X" and e["pid"] == 0]
+        transfers = [e for e in events if e.get("ph") == "X" and e["pid"] == 1]
+        self.assertGreater(len(units), 0)
+        self.assertGreater(len(transfers), 0)
+        for e in units:
+            self.assertEqual(g.names[e["args"]["index"]], e["name"].split(" +")[0])
+            self.assertEqual(p.device[e["args"]["index"]], e["tid"])
+        for e in transfers:
+            self.assertEqual(g.names[e["args"]["producer"]], e["name"].rsplit(":", 1)[0])
+
+    def test_critical_path(self):
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        try:
+            from critical_path import critical_path
+        finally:
+            sys.path.pop(0)
+        c = gopt.cluster("v100x2")
+        # a chain on one device: every unit on the path, joined by data, no gaps
+        g = chain(5)
+        r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0] * 5))
+        self.assertEqual(len(path), 4)  # the input is not a unit (zero time)
+        self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
+        self.assertEqual(dict(links), {"data, same device": 3})
+        # the same chain cut over two devices: one hand-off, its transfer on the path
+        r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0, 0, 0, 1, 1]))
+        self.assertEqual(links["transfer"], 1)
+        self.assertGreater(totals["transfers"], 0)
+        self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=6)
+        # two independent matmuls on one device: the second waits for the first (device order)
+        h = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul"], edges=[[0, 1], [0, 2]],
+                                   flops=[0, 2e9, 2e9], output_bytes=[4 << 20] * 3)
+        r, totals, path, links = critical_path(h, c, gopt.Plan(device=[0, 0, 0]))
+        self.assertEqual(dict(links), {"device order": 1})
+        self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
+        # on real graphs the parts add up to the step time, and no unit on the path starts before
+        # what the walk says let it (ops with several outputs: each tensor's own transfer)
+        for graph in (RESNET18, "zoo:inception_v3:batch=8"):
+            g = gopt.load_graph(graph, training=True)
+            for method in ("human", "metis", "best-heuristic"):
+                plan = gopt.place(g, c, method).plan
+                r, totals, path, links = critical_path(g, c, plan)
+                self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=6, msg=method)
+                self.assertLessEqual(totals["compute"], r.step_time_ms + 1e-9)
+                self.assertGreater(totals["compute"], 0)
+                for u in path:
+                    self.assertGreaterEqual(u["start"], u["ready"] - 1e-9, msg=(graph, method, u["name"]))
+
     def test_colocation_option(self):
         g = gopt.Graph.from_arrays(kinds=["input", "relu", "relu"], edges=[[0, 1], [1, 2]], colocation=[-1, 7, 7])
         p = gopt.Plan(device=[0, 0, 1])

@@ -2,9 +2,11 @@
 // Chrome trace of the last simulation (Trace Event Format: open in chrome://tracing or
 // ui.perfetto.dev). Process "devices" has one track per device compute stream; process "links" one
 // track per ordered device pair that carried data. Units are complete ("X") events named after
-// their op (a fusion group after its first op, "+k fused" appended), with the op's kind, id and
-// fusion group as arguments; transfers are named after the tensor ("producer:output") with its
-// bytes. Zero-length units (inputs, views) are left out. When the workspace recorded memory
+// their op (a fusion group after its first op, "+k fused" appended), with as arguments the op's
+// kind, "index" (its OpId: its entry in the plan's arrays and in the graph's op order, as the
+// Python module's Graph.names), "op" (its id in the file it came from, which an expanded training
+// graph's backward ops share with others) and fusion group; transfers are named after the tensor
+// ("producer:output") with its bytes and its producer's index. Zero-length units (inputs, views) are left out. When the workspace recorded memory
 // (SimWorkspace::set_record_memory), each device also gets a "memory <device>" counter track.
 // Times are in microseconds, as the format wants.
 #include <cstdint>
@@ -52,7 +54,7 @@ inline nlohmann::json chrome_trace(const Simulator& sim, const Plan& plan, const
     std::string name = g.name(i);
     const std::int32_t k = size[static_cast<std::size_t>(i)];
     if (k > 1) name += " +" + std::to_string(k - 1) + " fused";
-    json args{{"op", o.source_id}, {"kind", std::string(op_kind_name(o.kind))}};
+    json args{{"index", i}, {"op", o.source_id}, {"kind", std::string(op_kind_name(o.kind))}};
     if (plan.has_fusion() && plan.fusion[static_cast<std::size_t>(i)] >= 0) args["group"] = plan.fusion[static_cast<std::size_t>(i)];
     if (plan.has_priority()) args["priority"] = plan.priority[static_cast<std::size_t>(i)];
     events.push_back({{"ph", "X"},
@@ -81,7 +83,7 @@ inline nlohmann::json chrome_trace(const Simulator& sim, const Plan& plan, const
                       {"cat", "transfer"},
                       {"ts", x.start * 1e6},
                       {"dur", (x.end - x.start) * 1e6},
-                      {"args", {{"bytes", x.bytes}}}});
+                      {"args", {{"bytes", x.bytes}, {"producer", t.producer}}}});
   }
   // memory counters
   for (const MemoryEvent& m : ws.memory_events())
