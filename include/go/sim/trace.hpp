@@ -4,10 +4,11 @@
 // track per ordered device pair that carried data. Units are complete ("X") events named after
 // their op (a fusion group after its first op, "+k fused" appended), with as arguments the op's
 // kind, "index" (its OpId: its entry in the plan's arrays and in the graph's op order, as the
-// Python module's Graph.names), "op" (its id in the file it came from, which an expanded training
-// graph's backward ops share with others) and fusion group; transfers are named after the tensor
-// ("producer:output") with its bytes and its producer's index. Zero-length units (inputs, views) are left out. When the workspace recorded memory
-// (SimWorkspace::set_record_memory), each device also gets a "memory <device>" counter track.
+// Python module's Graph.names), "op" (its source_id: its id in the file it came from, or the one
+// the training expansion gave it; ops are in topological order, so it is not the index) and fusion
+// group; transfers are named after the tensor ("producer:output") with its bytes and its
+// producer's index. Zero-length units (inputs, views) are left out. When the workspace recorded
+// memory (SimWorkspace::set_record_memory), each device also gets a "memory <device>" counter track.
 // Times are in microseconds, as the format wants.
 #include <cstdint>
 #include <string>
