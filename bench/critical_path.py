@@ -5,7 +5,7 @@ Simulates the plan (gopt.simulate with trace=True) and walks back from the unit 
 fusion group) that ends last: each unit started when the later of two things let it, the arrival
 of its last data input (its producer's end on the same device, or the end of the transfer to this
 device) or the end of its device's previous unit (device order). The walk follows that one, to the
-step's start. Prints the path's time by kind: compute (by device and by op kind), transfers on
+step's start, passing through ops of no time (inputs, views: done when their last input is there). Prints the path's time by kind: compute (by device and by op kind), transfers on
 the path, the time their tensors waited for a busy link, and the gaps between units; and each
 device's busy time. A path of device-order links on a device busy nearly all the step says that
 device's work is the limit (move work off it, or fuse to do less); data links and transfers say
@@ -27,7 +27,8 @@ import gopt
 
 
 def critical_path(g, cluster, plan):
-    """(SimResult, totals: Counter of ms by kind, path: list of units, link counts)."""
+    """(SimResult, totals: Counter of ms by kind, path: the units on it, last first, link counts:
+    how each of them was held, by a data input on its device, a transfer, or its device's order)."""
     r = gopt.simulate(g, cluster, plan, trace=True)
     if not r.valid:
         raise gopt.Error(f"the plan is invalid: {r.reason}")
@@ -47,6 +48,7 @@ def critical_path(g, cluster, plan):
     for (u, v), tensor in zip(g.edges.tolist(), g.edge_tensors.tolist()):
         if tensor >= 0:
             preds[v].append((u, tensor - first[u]))
+    names = g.names
     units, unit_of = [], {}
     for e in events:
         if e.get("ph") != "X" or e["pid"] != 0:
@@ -63,6 +65,20 @@ def critical_path(g, cluster, plan):
         if e.get("ph") == "X" and e["pid"] == 1:
             output = int(e["name"].rsplit(":", 1)[1])
             arrival[(e["args"]["producer"], output, e["tid"] % num_devices)] = (e["ts"] / 1e3, (e["ts"] + e["dur"]) / 1e3)
+    # Ops of zero time (inputs, views) are no units: each is done when its last input is there
+    # (topological order), and the walk passes through them as through a unit of no length.
+    device = list(plan.device)
+
+    def arrival_at(p, output, d):  # (when p's output reaches device d, its transfer or None)
+        x = arrival.get((p, output, d)) if device[p] != d else None
+        return (x[1], x) if x else (unit_of[p]["end"], None)
+
+    for v in g.topo_order.tolist():
+        if v in unit_of:
+            continue
+        t = max((arrival_at(p, output, device[v])[0] for p, output in preds[v]), default=0.0)
+        unit_of[v] = {"start": t, "end": t, "device": device[v], "name": names[v], "kind": "", "ops": [v],
+                      "zero": True}
     by_device = collections.defaultdict(list)
     for u in units:
         by_device[u["device"]].append(u)
@@ -71,22 +87,22 @@ def critical_path(g, cluster, plan):
     totals, links, path = collections.Counter(), collections.Counter(), []
     u = max(units, key=lambda u: u["end"])
     while u is not None:
-        path.append(u)
-        totals["compute"] += u["end"] - u["start"]
+        zero = u.get("zero", False)
+        if not zero:
+            path.append(u)
+            totals["compute"] += u["end"] - u["start"]
         # the data input that arrived last
         data, inside = (-1.0, None, None), set(u["ops"])
         for v in u["ops"]:
             for p, output in preds[v]:
-                if p in inside or p not in unit_of:
+                if p in inside:
                     continue
-                pu = unit_of[p]
-                x = arrival.get((p, output, u["device"])) if pu["device"] != u["device"] else None
-                t = x[1] if x else pu["end"]
+                t, x = arrival_at(p, output, u["device"])
                 if t > data[0]:
-                    data = (t, pu, x)
+                    data = (t, unit_of[p], x)
         # the device's previous unit
         prev = None
-        for q in by_device[u["device"]]:
+        for q in [] if zero else by_device[u["device"]]:
             if q["start"] >= u["start"]:
                 break
             if q["end"] <= u["start"] + 1e-9 and (prev is None or q["end"] > prev["end"]):
@@ -107,9 +123,8 @@ def critical_path(g, cluster, plan):
         if x is not None:
             totals["transfers"] += x[1] - x[0]
             totals["waiting for a link"] += x[0] - pu["end"]
-            links["transfer"] += 1
-        else:
-            links["data, same device"] += 1
+        if not zero:
+            links["transfer" if x is not None else "data, same device"] += 1
         u = pu
     return r, totals, path, links
 

@@ -420,17 +420,27 @@ class Simulate(unittest.TestCase):
         r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0] * 5))
         self.assertEqual(len(path), 4)  # the input is not a unit (zero time)
         self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
-        self.assertEqual(dict(links), {"data, same device": 3})
+        self.assertEqual(dict(links), {"data, same device": 4})  # each unit's, the first's the input
         # the same chain cut over two devices: one hand-off, its transfer on the path
         r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0, 0, 0, 1, 1]))
         self.assertEqual(links["transfer"], 1)
         self.assertGreater(totals["transfers"], 0)
         self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=6)
+        # through an op of no time (a view, not a unit of the trace): data, and its transfer
+        v = gopt.Graph.from_arrays(kinds=["input", "matmul", "reshape", "relu"], edges=[[0, 1], [1, 2], [2, 3]],
+                                   flops=[0, 2e9, 0, 1e6], output_bytes=[4 << 20] * 4)
+        r, totals, path, links = critical_path(v, c, gopt.Plan(device=[0, 0, 0, 0]))
+        self.assertEqual(dict(links), {"data, same device": 2})
+        self.assertEqual([u["name"] for u in path], ["op3", "op1"])
+        r, totals, path, links = critical_path(v, c, gopt.Plan(device=[0, 0, 1, 1]))
+        self.assertGreater(totals["transfers"], 0)
+        self.assertEqual(len(path), 2)
+        self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=9)
         # two independent matmuls on one device: the second waits for the first (device order)
         h = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul"], edges=[[0, 1], [0, 2]],
                                    flops=[0, 2e9, 2e9], output_bytes=[4 << 20] * 3)
         r, totals, path, links = critical_path(h, c, gopt.Plan(device=[0, 0, 0]))
-        self.assertEqual(dict(links), {"device order": 1})
+        self.assertEqual(dict(links), {"device order": 1, "data, same device": 1})  # then the input
         self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
         # on real graphs the parts add up to the step time, and no unit on the path starts before
         # what the walk says let it (ops with several outputs: each tensor's own transfer)
