@@ -1,162 +1,102 @@
 #!/usr/bin/env python3
-"""Where a plan's step time goes: its critical path through the simulated step.
+"""Where a plan's step time goes, for one plan or for GO's plans on the paper table's rows.
 
-Simulates the plan (gopt.simulate with trace=True) and walks back from the unit (an op, or a
-fusion group) that ends last: each unit started when the later of two things let it, the arrival
-of its last data input (its producer's end on the same device, or the end of the transfer to this
-device) or the end of its device's previous unit (device order). The walk follows that one, to the
-step's start, passing through ops of no time (inputs, views: done when their last input is there). Prints the path's time by kind: compute (by device and by op kind), transfers on
-the path, the time their tensors waited for a busy link, and the gaps between units; and each
-device's busy time. A path of device-order links on a device busy nearly all the step says that
-device's work is the limit (move work off it, or fuse to do less); data links and transfers say
-the dependency chain is (fewer hand-offs between devices, or overlap them).
+The walk is go/sim/critical_path.hpp's (`gopt simulate --critical-path`, `gopt.simulate(...,
+critical_path=True)`): from the unit that ends last, back through what let each unit start when
+it did, its latest data input (on its device, or its transfer's end) or its device's previous
+unit. The step time splits into compute on the path, transfers on it, the time those tensors
+waited for a busy link, and gaps.
 
     PYTHONPATH=build/python python3 bench/critical_path.py GRAPH CLUSTER [--plan FILE | --method M]
-        [--no-training] [--seed S]
+    PYTHONPATH=build/python python3 bench/critical_path.py --rows DIR
 
-GRAPH is anything gopt.load_graph reads (zoo:gnmt4, a .onnx file, ...), expanded to its training
-graph unless --no-training; the plan is a go-plan JSON file, or what gopt.place makes with
---method (default best-heuristic, under a second for most graphs).
+The first form prints one plan's breakdown: GRAPH is anything gopt.load_graph reads, expanded to
+its training graph unless --no-training; the plan is a go-plan JSON file, or what gopt.place makes
+with --method (default best-heuristic). The second prints a markdown table over the paper
+table's rows, reading DIR/<row>.go.json for each (bench/README.md, "Where GO's step time goes", has
+the command that writes them); rows without a file are left out.
 """
 import argparse
-import collections
-import json
+import os
 import sys
 
 import gopt
 
+ROWS = [("rnnlm2", "zoo:rnnlm2", "v100x2"), ("rnnlm4", "zoo:rnnlm4", "v100x4"), ("rnnlm8", "zoo:rnnlm8", "v100x8"),
+        ("gnmt2", "zoo:gnmt2", "v100x2"), ("gnmt4", "zoo:gnmt4", "v100x4"), ("gnmt8", "zoo:gnmt8", "v100x8"),
+        ("transformer_xl2", "zoo:transformer_xl2", "v100x2"), ("transformer_xl4", "zoo:transformer_xl4", "v100x4"),
+        ("transformer_xl8", "zoo:transformer_xl8", "v100x8"),
+        ("inception_v3_b32", "zoo:inception_v3:batch=32", "v100x2"),
+        ("inception_v3_b64", "zoo:inception_v3:batch=64", "v100x2"),
+        ("amoebanet", "zoo:amoebanet", "v100x4"), ("wavenet2", "zoo:wavenet2", "v100x2"),
+        ("wavenet4", "zoo:wavenet4", "v100x4")]
 
-def critical_path(g, cluster, plan):
-    """(SimResult, totals: Counter of ms by kind, path: the units on it, last first, link counts:
-    how each of them was held, by a data input on its device, a transfer, or its device's order)."""
-    r = gopt.simulate(g, cluster, plan, trace=True)
-    if not r.valid:
-        raise gopt.Error(f"the plan is invalid: {r.reason}")
-    events = json.loads(r.trace)["traceEvents"]
-    num_devices = len(r.busy_time_ms)
-    fusion = list(plan.fusion) if len(plan.fusion) else [-1] * g.num_ops
-    members = collections.defaultdict(list)
-    for v, f in enumerate(fusion):
-        if f >= 0:
-            members[f].append(v)
-    # a tensor's output index: tensors are numbered by producer, in output order
-    producer = g.tensor_producer.tolist()
-    first = {}
-    for k, u in enumerate(producer):
-        first.setdefault(u, k)
-    preds = collections.defaultdict(list)  # op -> [(producer, output index)]
-    for (u, v), tensor in zip(g.edges.tolist(), g.edge_tensors.tolist()):
-        if tensor >= 0:
-            preds[v].append((u, tensor - first[u]))
-    names = g.names
-    units, unit_of = [], {}
-    for e in events:
-        if e.get("ph") != "X" or e["pid"] != 0:
-            continue
-        i = e["args"]["index"]
-        ops = members[fusion[i]] if fusion[i] >= 0 else [i]
-        u = {"start": e["ts"] / 1e3, "end": (e["ts"] + e["dur"]) / 1e3, "device": e["tid"],
-             "name": e["name"], "kind": e["cat"], "ops": ops}
-        units.append(u)
-        for v in ops:
-            unit_of[v] = u
-    arrival = {}  # (producer, output index, device) -> (start, end) of the tensor's transfer there
-    for e in events:
-        if e.get("ph") == "X" and e["pid"] == 1:
-            output = int(e["name"].rsplit(":", 1)[1])
-            arrival[(e["args"]["producer"], output, e["tid"] % num_devices)] = (e["ts"] / 1e3, (e["ts"] + e["dur"]) / 1e3)
-    # Ops of zero time (inputs, views) are no units: each is done when its last input is there
-    # (topological order), and the walk passes through them as through a unit of no length.
-    device = list(plan.device)
 
-    def arrival_at(p, output, d):  # (when p's output reaches device d, its transfer or None)
-        x = arrival.get((p, output, d)) if device[p] != d else None
-        return (x[1], x) if x else (unit_of[p]["end"], None)
+def breakdown(g, cluster, plan):
+    """(SimResult, its critical_path dict); gopt.Error when the plan cannot run."""
+    r = gopt.simulate(g, cluster, plan, critical_path=True)
+    if r.critical_path is None:
+        raise gopt.Error(f"the plan cannot run: {r.reason}")
+    return r, r.critical_path
 
-    for v in g.topo_order.tolist():
-        if v in unit_of:
+
+def print_one(name, g, r, cp):
+    end = cp["end_ms"]
+    links = {k: cp["link"].count(k) for k in ("data", "transfer", "device")}
+    print(f"{name}: step {r.step_time_ms:.2f} ms, {g.num_ops} ops; the critical path has {len(cp['units'])} units")
+    for key, label in (("compute_ms", "compute"), ("transfers_ms", "transfers"), ("link_wait_ms", "waiting for a link"),
+                       ("gaps_ms", "gaps")):
+        print(f"  {label:20s} {cp[key]:9.2f} ms  {100 * cp[key] / end:5.1f}%")
+    print(f"  held by: a data input on their device {links['data']}, a transfer {links['transfer']}, "
+          f"their device's previous unit {links['device']}")
+    kinds = sorted(cp["compute_by_kind_ms"].items(), key=lambda kv: -kv[1])[:6]
+    print("  compute on the path by op kind: " + ", ".join(f"{k} {v:.1f}" for k, v in kinds))
+    print("  compute on the path by device:  " + ", ".join(f"gpu{d} {v:.1f}" for d, v in enumerate(cp["compute_by_device_ms"])))
+    print("  busy per device:                " + ", ".join(f"gpu{d} {b:.1f}" for d, b in enumerate(r.busy_time_ms)))
+
+
+def print_rows(folder):
+    print("| model (GPUs) | GO ms | compute | transfers | link wait | gaps | links data / transfer / device | busiest | mean busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, graph, cluster in ROWS:
+        path = os.path.join(folder, f"{name}.go.json")
+        if not os.path.exists(path):
             continue
-        t = max((arrival_at(p, output, device[v])[0] for p, output in preds[v]), default=0.0)
-        unit_of[v] = {"start": t, "end": t, "device": device[v], "name": names[v], "kind": "", "ops": [v],
-                      "zero": True}
-    by_device = collections.defaultdict(list)
-    for u in units:
-        by_device[u["device"]].append(u)
-    for d in by_device:
-        by_device[d].sort(key=lambda u: u["start"])
-    totals, links, path = collections.Counter(), collections.Counter(), []
-    u = max(units, key=lambda u: u["end"])
-    while u is not None:
-        zero = u.get("zero", False)
-        if not zero:
-            path.append(u)
-            totals["compute"] += u["end"] - u["start"]
-        # the data input that arrived last
-        data, inside = (-1.0, None, None), set(u["ops"])
-        for v in u["ops"]:
-            for p, output in preds[v]:
-                if p in inside:
-                    continue
-                t, x = arrival_at(p, output, u["device"])
-                if t > data[0]:
-                    data = (t, unit_of[p], x)
-        # the device's previous unit
-        prev = None
-        for q in [] if zero else by_device[u["device"]]:
-            if q["start"] >= u["start"]:
-                break
-            if q["end"] <= u["start"] + 1e-9 and (prev is None or q["end"] > prev["end"]):
-                prev = q
-        if prev is not None and prev["end"] > data[0] + 1e-9:  # a tie is the data's
-            u["ready"] = prev["end"]
-            totals["gaps"] += u["start"] - prev["end"]
-            links["device order"] += 1
-            u = prev
-            continue
-        if data[1] is None:
-            u["ready"] = 0.0
-            totals["gaps"] += u["start"]
-            break
-        t, pu, x = data
-        u["ready"] = t  # what let the unit start: it cannot start before
-        totals["gaps"] += u["start"] - t
-        if x is not None:
-            totals["transfers"] += x[1] - x[0]
-            totals["waiting for a link"] += x[0] - pu["end"]
-        if not zero:
-            links["transfer" if x is not None else "data, same device"] += 1
-        u = pu
-    return r, totals, path, links
+        g = gopt.load_graph(graph, training=True)
+        r, cp = breakdown(g, cluster, gopt.Plan.load(path, g))
+        end, n = cp["end_ms"], max(1, len(cp["link"]))
+        share = [100 * cp["link"].count(k) / n for k in ("data", "transfer", "device")]
+        busy = r.busy_time_ms
+        print(f"| {name} ({cluster}) | {r.step_time_ms:.2f} | " +
+              " | ".join(f"{abs(100 * cp[k] / end):.1f}%" if abs(cp[k]) < 5e-4 * end else f"{100 * cp[k] / end:.1f}%"
+                         for k in ("compute_ms", "transfers_ms", "link_wait_ms", "gaps_ms")) +
+              f" | {share[0]:.0f} / {share[1]:.0f} / {share[2]:.0f} | {100 * max(busy) / r.step_time_ms:.0f}% | "
+              f"{100 * sum(busy) / len(busy) / r.step_time_ms:.0f}% |")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("graph")
-    ap.add_argument("cluster")
+    ap.add_argument("graph", nargs="?")
+    ap.add_argument("cluster", nargs="?")
     ap.add_argument("--plan", help="go-plan JSON file (default: what --method makes)")
     ap.add_argument("--method", default="best-heuristic", help="gopt.place method when no --plan (default best-heuristic)")
     ap.add_argument("--no-training", action="store_true", help="the graph as it is, not its training graph")
     ap.add_argument("--seed", type=int, default=0, help="the method's seed (default 0)")
+    ap.add_argument("--rows", metavar="DIR", help="a table over the paper table's rows of DIR/<row>.go.json")
     args = ap.parse_args()
     try:
+        if args.rows:
+            print_rows(args.rows)
+            return
+        if not args.graph or not args.cluster:
+            ap.error("give GRAPH and CLUSTER, or --rows DIR")
         g = gopt.load_graph(args.graph, training=not args.no_training)
         c = gopt.cluster(args.cluster)
         plan = gopt.Plan.load(args.plan, g) if args.plan else gopt.place(g, c, args.method, seed=args.seed).plan
-        r, totals, path, links = critical_path(g, c, plan)
+        r, cp = breakdown(g, c, plan)
+        print_one(f"{args.graph} on {args.cluster}", g, r, cp)
     except gopt.Error as e:
         sys.exit(f"critical_path.py: {e}")
-    step = r.step_time_ms
-    print(f"{args.graph} on {args.cluster}: step {step:.2f} ms, {g.num_ops} ops; the critical path has {len(path)} units")
-    for k in ("compute", "transfers", "waiting for a link", "gaps"):
-        print(f"  {k:20s} {totals[k]:9.2f} ms  {100 * totals[k] / step:5.1f}%")
-    print("  links: " + ", ".join(f"{k} {v}" for k, v in links.most_common()))
-    kinds, devices = collections.Counter(), collections.Counter()
-    for u in path:
-        kinds[u["kind"]] += u["end"] - u["start"]
-        devices[u["device"]] += u["end"] - u["start"]
-    print("  compute on the path by op kind: " + ", ".join(f"{k} {v:.1f}" for k, v in kinds.most_common(6)))
-    print("  compute on the path by device:  " + ", ".join(f"gpu{d} {v:.1f}" for d, v in sorted(devices.items())))
-    print("  busy per device:                " + ", ".join(f"gpu{d} {b:.1f}" for d, b in enumerate(r.busy_time_ms)))
 
 
 if __name__ == "__main__":

@@ -248,6 +248,41 @@ PyCluster cluster_by_name(const std::string& s) {
 
 // ---- simulation ---------------------------------------------------------------------------------
 
+py::object critical_path_dict(const PySimResult& r) {
+  if (!r.critical_path) return py::none();
+  const go::StepPath& cp = *r.critical_path;
+  std::vector<std::int64_t> units;
+  std::vector<double> start, finish, ready;
+  py::list link;
+  static const char* const kLinks[] = {"start", "data", "transfer", "device"};
+  for (const auto& u : cp.units) {
+    units.push_back(u.unit);
+    start.push_back(ms(u.start));
+    finish.push_back(ms(u.finish));
+    ready.push_back(ms(u.ready));
+    link.append(kLinks[static_cast<int>(u.link)]);
+  }
+  std::vector<double> by_device;
+  for (double b : cp.compute_by_device) by_device.push_back(ms(b));
+  py::dict by_kind;
+  for (std::size_t k = 0; k < go::kNumOpKinds; ++k)
+    if (cp.compute_by_kind[k] > 0) by_kind[py::str(std::string(go::kOpKindNames[k]))] = ms(cp.compute_by_kind[k]);
+  py::dict d;
+  d["units"] = to_array(std::span<const std::int64_t>(units));
+  d["start_ms"] = to_array(std::span<const double>(start));
+  d["finish_ms"] = to_array(std::span<const double>(finish));
+  d["ready_ms"] = to_array(std::span<const double>(ready));
+  d["link"] = link;
+  d["end_ms"] = ms(cp.end);
+  d["compute_ms"] = ms(cp.compute);
+  d["transfers_ms"] = ms(cp.transfers);
+  d["link_wait_ms"] = ms(cp.link_wait);
+  d["gaps_ms"] = ms(cp.gaps);
+  d["compute_by_device_ms"] = to_array(std::span<const double>(by_device));
+  d["compute_by_kind_ms"] = by_kind;
+  return d;
+}
+
 py::dict sim_result_dict(const PySimResult& r) {
   py::dict d;
   d["step_time_ms"] = r.step_time_ms;
@@ -553,6 +588,9 @@ void bind_simulate(py::module_& m) {
       .def_readonly("units", &PySimResult::units)
       .def_readonly("memory_traffic_bytes", &PySimResult::memory_traffic)
       .def_readonly("trace", &PySimResult::trace, "Chrome trace JSON text (simulate(..., trace=True)), else None")
+      .def_property_readonly("critical_path", &critical_path_dict,
+                             "where the step time goes (simulate(..., critical_path=True)), else None: a dict, see "
+                             "gopt.simulate")
       .def("to_dict", &sim_result_dict, "the fields of gopt simulate --json (its lower_bound_ms: gopt.lower_bound)")
       .def("__repr__", [](const PySimResult& r) {
         char b[64];
@@ -561,7 +599,8 @@ void bind_simulate(py::module_& m) {
       });
 
   m.def("simulate", [](const py::object& graph, const py::object& cluster, const py::object& plan, bool trace,
-                       bool check_colocation, bool check_fusion_rules, bool stop_on_oom, const std::string& cost) {
+                       bool critical_path, bool check_colocation, bool check_fusion_rules, bool stop_on_oom,
+                       const std::string& cost) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     static const go::Plan empty;
@@ -572,12 +611,19 @@ void bind_simulate(py::module_& m) {
     o.stop_on_oom = stop_on_oom;
     o.cost = go::parse_cost_source(cost);
     py::gil_scoped_release nogil;
-    return simulate(*g, c, p, trace, o);
+    return simulate(*g, c, p, trace, critical_path, o);
   }, py::arg("graph"), py::arg("cluster"), py::arg("plan") = py::none(), py::kw_only(), py::arg("trace") = false,
-     py::arg("check_colocation") = true, py::arg("check_fusion_rules") = true, py::arg("stop_on_oom") = false, py::arg("cost") = "measured", R"doc(
+     py::arg("critical_path") = false, py::arg("check_colocation") = true, py::arg("check_fusion_rules") = true, py::arg("stop_on_oom") = false, py::arg("cost") = "measured", R"doc(
 Simulates one step of plan (None: every op on device 0, first ready first run, no fusion) of the
 graph on the cluster, as gopt simulate does. The simulator is built once per graph and cluster and
 reused. trace=True also returns the Chrome trace (chrome://tracing, ui.perfetto.dev) as JSON text.
+critical_path=True also returns where the step time goes (go/sim/critical_path.hpp, gopt simulate
+--critical-path): the path walked back from the unit that ends last through what let each unit
+start (its latest data input, or its device's previous unit), as a dict of "units" (op indices
+of the path's units, the last first; a fusion group's first op), "start_ms", "finish_ms",
+"ready_ms" (when what let it start was there) and "link" ("data", "transfer", "device" or
+"start") per unit, "end_ms", "compute_ms", "transfers_ms", "link_wait_ms" and "gaps_ms" (they add
+up to end_ms, the step time), "compute_by_device_ms" and "compute_by_kind_ms".
 check_colocation / check_fusion_rules: a colocation group split across devices / a fusion group a
 compiler would not fuse (go/graph/fusion_rules.hpp) makes the plan invalid (default: both on).
 cost: "measured" (a profile's measured op times where the graph has them, the cost model elsewhere)

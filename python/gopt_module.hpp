@@ -17,6 +17,7 @@
 #include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/sim/cluster.hpp"
+#include "go/sim/critical_path.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 
@@ -74,12 +75,14 @@ struct PySimResult {
   std::int64_t transfer_bytes = 0, transfers = 0, kernel_launches = 0, units = 0;
   double memory_traffic = 0;
   std::optional<std::string> trace;
+  std::optional<go::StepPath> critical_path;
 };
 
 // One step of `plan` on the graph's cached simulator for (c, options); call without the GIL.
 // (gopt_sim.cpp: a translation unit of its own, as small as the CLI's simulate.cpp, so that the
 // simulator's hot loop is compiled as it is there.)
-PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool trace, const go::SimOptions& options);
+PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool trace, bool critical_path,
+                     const go::SimOptions& options);
 
 // A gopt.Cluster, or a preset name / go-cluster JSON path loaded on the spot.
 PyCluster cluster_arg(const py::handle& h);

@@ -1,10 +1,12 @@
 // gopt.simulate's C++ side: the cached simulator per (graph, cluster, options) and one simulated
 // step. Kept apart from the bindings so that this translation unit is as small as the CLI's
 // simulate.cpp and listed first, so the linker keeps its copy of the simulator's inline hot loop.
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "go/sim/critical_path.hpp"
 #include "go/sim/simulator.hpp"
 #include "go/sim/trace.hpp"
 #include "gopt_module.hpp"
@@ -37,7 +39,8 @@ std::shared_ptr<SimEntry> PyGraph::simulator(const PyCluster& c, const go::SimOp
   return e;
 }
 
-PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool trace, const go::SimOptions& o) {
+PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool trace, bool critical_path,
+                     const go::SimOptions& o) {
   auto e = g.simulator(c, o);
   std::lock_guard<std::mutex> lock(e->mu);
   e->ws.set_record_memory(trace);
@@ -56,6 +59,7 @@ PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool 
   out.kernel_launches = r.kernel_launches;
   out.units = r.units;
   out.memory_traffic = r.memory_traffic;
+  if (critical_path && std::isfinite(r.step_time)) out.critical_path = go::step_critical_path(*e->sim, plan, e->ws);
   if (trace) {
     out.trace = go::chrome_trace(*e->sim, plan, e->ws).dump();
     e->ws.set_record_memory(false);

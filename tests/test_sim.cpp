@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "go/baselines/fusion.hpp"
+#include "go/core/rng.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
 #include "go/sim/bound.hpp"
@@ -806,4 +808,108 @@ TEST_CASE("Chrome trace: a unit's index is its OpId, also in a training graph", 
   CHECK(units > 0);
   CHECK(transfers > 0);
   CHECK(other_source > 0);  // source ids are not indices here, so the check above reads "index"
+}
+
+// The critical path (go/sim/critical_path.hpp) on hand-timed steps, then its invariants on
+// random and fused plans of a training graph.
+TEST_CASE("critical path: a hand-off, device order, a busy link", "[sim]") {
+  const go::Cluster c = test_cluster(2);
+  {  // a (1 ms) on gpu0; b (2 ms) reads it there, c (3 ms) on gpu1: a's 1 MB goes over 1.0-2.1 ms
+    Tiny t;
+    t.op("a", 1, {1000000});
+    t.op("b", 2, {10}, {{0, 0}});
+    t.op("c", 3, {10}, {{0, 0}});
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, c);
+    go::SimWorkspace ws = sim.make_workspace();
+    const go::Plan p = placed({0, 0, 1});
+    REQUIRE(sim.simulate(p, ws).step_time == Approx(5.1e-3));
+    const go::StepPath cp = go::step_critical_path(sim, p, ws);
+    REQUIRE(cp.units.size() == 2);
+    CHECK(cp.units[0].unit == 2);
+    CHECK(cp.units[0].link == go::PathLink::transfer);
+    CHECK(cp.units[0].ready == Approx(2.1e-3));
+    CHECK(cp.units[1].unit == 0);
+    CHECK(cp.units[1].link == go::PathLink::start);
+    CHECK(cp.compute == Approx(4e-3));
+    CHECK(cp.transfers == Approx(1.1e-3));
+    CHECK(cp.link_wait == Approx(0).margin(1e-12));
+    CHECK(cp.gaps == Approx(0).margin(1e-12));
+    CHECK(cp.end == Approx(5.1e-3));
+    CHECK(cp.transfer_links == 1);
+    REQUIRE(cp.compute_by_device.size() == 2);
+    CHECK(cp.compute_by_device[0] == Approx(1e-3));
+    CHECK(cp.compute_by_device[1] == Approx(3e-3));
+    // all on gpu0: b and c both wait for a, and the later of them for the other
+    const go::Plan q = placed({0, 0, 0});
+    REQUIRE(sim.simulate(q, ws).step_time == Approx(6e-3));
+    const go::StepPath cq = go::step_critical_path(sim, q, ws);
+    REQUIRE(cq.units.size() == 3);
+    CHECK(cq.units[0].link == go::PathLink::device);
+    CHECK(cq.units[1].link == go::PathLink::data);
+    CHECK(cq.units[2].unit == 0);
+    CHECK(cq.compute == Approx(6e-3));
+    CHECK(cq.device_links == 1);
+    CHECK(cq.data_links == 1);
+  }
+  {  // a (1 ms) has two 1 MB outputs, read on gpu1 by b and c (1 ms each): one waits for the link
+    Tiny t;
+    t.op("a", 1, {1000000, 1000000});
+    t.op("b", 1, {10}, {{0, 0}});
+    t.op("c", 1, {10}, {{0, 1}});
+    const go::OpGraph g = t.build();
+    go::Simulator sim(g, c);
+    go::SimWorkspace ws = sim.make_workspace();
+    const go::Plan p = placed({0, 1, 1});
+    REQUIRE(sim.simulate(p, ws).step_time == Approx(4.2e-3));
+    const go::StepPath cp = go::step_critical_path(sim, p, ws);
+    REQUIRE(cp.units.size() == 2);
+    CHECK(cp.units[0].link == go::PathLink::transfer);
+    CHECK(cp.compute == Approx(2e-3));
+    CHECK(cp.transfers == Approx(1.1e-3));
+    CHECK(cp.link_wait == Approx(1.1e-3));  // the second transfer starts when the first ends
+    CHECK(cp.gaps == Approx(0).margin(1e-12));
+  }
+}
+
+TEST_CASE("critical path: parts add up to the step on random and fused plans", "[sim]") {
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:transformer_xl2:seq=8"));
+  const go::Cluster c = go::cluster_preset("v100x4");
+  go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  go::Rng rng(7);
+  for (int k = 0; k < 12; ++k) {
+    go::Plan p;
+    p.device.resize(static_cast<std::size_t>(g.num_ops()));
+    // runs of ops on one device (per-op random devices would make every edge a hand-off)
+    std::int32_t d = 0;
+    for (auto& x : p.device) {
+      if (rng.uniform_double() < 0.01) d = static_cast<std::int32_t>(rng.uniform_int(4));
+      x = d;
+    }
+    go::colocate(g, p);
+    if (k % 2) go::apply_xla_fusion(g, p);
+    if (k % 3 == 1) {
+      p.priority.resize(p.device.size());
+      for (auto& x : p.priority) x = static_cast<float>(rng.uniform_double());
+    }
+    const go::SimResult& r = sim.simulate(p, ws);
+    REQUIRE(r.valid);
+    const go::StepPath cp = go::step_critical_path(sim, p, ws);
+    REQUIRE(!cp.units.empty());
+    CHECK(cp.end == Approx(r.step_time).epsilon(1e-12));
+    CHECK(cp.compute + cp.transfers + cp.link_wait + cp.gaps == Approx(r.step_time).epsilon(1e-9));
+    CHECK(cp.compute <= r.step_time * (1 + 1e-12));
+    CHECK(cp.link_wait >= -1e-12);
+    CHECK(cp.data_links + cp.transfer_links + cp.device_links + 1 >= static_cast<std::int64_t>(cp.units.size()));
+    double by_device = 0;
+    for (double b : cp.compute_by_device) by_device += b;
+    CHECK(by_device == Approx(cp.compute));
+    for (std::size_t i = 0; i < cp.units.size(); ++i) {
+      const auto& u = cp.units[i];
+      CHECK(u.start >= u.ready - 1e-12);  // nothing on the path starts before what let it
+      CHECK(u.finish <= r.step_time * (1 + 1e-12));
+      if (i > 0) CHECK(u.finish <= cp.units[i - 1].start + 1e-12);  // the path goes back in time
+    }
+  }
 }

@@ -4,6 +4,7 @@
 #include "simulate.hpp"
 #include "format.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +36,7 @@ struct SimulateOptions {
   bool training = false;
   bool json = false;
   bool no_colocation = false;
+  bool critical_path = false;
   int repeat = 1;
   bool repeat_given = false;
 };
@@ -63,6 +65,9 @@ void run_simulate(const SimulateOptions& o) {
     for (int k = 0; k < o.repeat; ++k) sim.simulate(plan, ws);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  // after a --repeat run the workspace holds the same schedule as the first
+  const go::StepPath cp = o.critical_path && std::isfinite(ws.result().step_time)
+                                  ? go::step_critical_path(sim, plan, ws) : go::StepPath{};
   const go::SimResult& r = ws.result();
   const go::StepTimeBound bound = go::step_time_lower_bound(g, cluster, cost);
   const std::string reason = printable(go::sim_reason(r, g, cluster));
@@ -102,6 +107,22 @@ void run_simulate(const SimulateOptions& o) {
       j["sims_per_second"] = seconds > 0 ? nlohmann::json(static_cast<double>(o.repeat) / seconds) : nlohmann::json(nullptr);
     }
     if (!o.trace.empty()) j["trace"] = o.trace;
+    if (o.critical_path) {
+      nlohmann::json by_kind = nlohmann::json::object();
+      for (std::size_t k = 0; k < go::kNumOpKinds; ++k)
+        if (cp.compute_by_kind[k] > 0) by_kind[std::string(go::kOpKindNames[k])] = cp.compute_by_kind[k] * 1e3;
+      std::vector<double> by_device;
+      for (double b : cp.compute_by_device) by_device.push_back(b * 1e3);
+      j["critical_path"] = {{"units", cp.units.size()},
+                            {"end_ms", cp.end * 1e3},
+                            {"compute_ms", cp.compute * 1e3},
+                            {"transfers_ms", cp.transfers * 1e3},
+                            {"link_wait_ms", cp.link_wait * 1e3},
+                            {"gaps_ms", cp.gaps * 1e3},
+                            {"links", {{"data", cp.data_links}, {"transfer", cp.transfer_links}, {"device", cp.device_links}}},
+                            {"compute_by_device_ms", by_device},
+                            {"compute_by_kind_ms", by_kind}};
+    }
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -134,6 +155,33 @@ void run_simulate(const SimulateOptions& o) {
     std::printf("kernels      %lld launches in %lld units, %s of device memory traffic\n",
                 static_cast<long long>(r.kernel_launches), static_cast<long long>(r.units), human_bytes(r.memory_traffic).c_str());
   }
+  if (o.critical_path && !cp.units.empty()) {
+    const double end = cp.end * 1e3;
+    auto part = [&](double sec) { return end > 0 ? sec * 1e3 / end * 100 : 0.0; };
+    std::printf("critical path %zu units to %.3f ms: compute %.3f ms (%.1f%%), transfers %.3f ms (%.1f%%), waiting for a "
+                "link %.3f ms (%.1f%%), gaps %.3f ms (%.1f%%)\n",
+                cp.units.size(), end, cp.compute * 1e3, part(cp.compute), cp.transfers * 1e3, part(cp.transfers),
+                cp.link_wait * 1e3, part(cp.link_wait), cp.gaps * 1e3, part(cp.gaps));
+    std::printf("             held by a data input on their device %lld, a transfer %lld, their device's previous unit %lld\n",
+                static_cast<long long>(cp.data_links), static_cast<long long>(cp.transfer_links),
+                static_cast<long long>(cp.device_links));
+    auto fixed1 = [](double ms) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", ms);
+      return std::string(buf);
+    };
+    std::string devs, kinds;
+    for (std::size_t d = 0; d < nd; ++d)
+      devs += (d ? ", " : "") + printable(cluster.devices[d].name) + " " + fixed1(cp.compute_by_device[d] * 1e3);
+    std::vector<std::size_t> order(go::kNumOpKinds);
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return cp.compute_by_kind[a] > cp.compute_by_kind[b]; });
+    for (std::size_t i = 0; i < 6 && cp.compute_by_kind[order[i]] > 0; ++i)
+      kinds += (i ? ", " : "") + std::string(go::kOpKindNames[order[i]]) + " " + fixed1(cp.compute_by_kind[order[i]] * 1e3);
+    std::printf("             compute by device (ms): %s\n", devs.c_str());
+    std::printf("             compute by op kind (ms): %s\n", kinds.c_str());
+  }
   if (!o.trace.empty()) std::printf("trace        %s\n", printable(o.trace).c_str());
   if (o.repeat_given)
     std::printf("speed        %d simulations in %.3f s: %.1f sims/s (%.3f ms each)\n", o.repeat, seconds,
@@ -164,6 +212,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second")
       ->check(count_at_least(1));
   cmd->add_option("--cost", opts->cost, kCostHelp);
+  cmd->add_flag("--critical-path", opts->critical_path,
+                "where the step time goes: walk the step's critical path back from the unit that ends last (each "
+                "unit's latest data input, or its device's previous unit) and split it into compute (by device and op "
+                "kind), transfers, waits for a busy link and gaps");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {

@@ -409,51 +409,50 @@ class Simulate(unittest.TestCase):
             self.assertEqual(g.names[e["args"]["producer"]], e["name"].rsplit(":", 1)[0])
 
     def test_critical_path(self):
-        sys.path.insert(0, os.path.join(REPO, "bench"))
-        try:
-            from critical_path import critical_path
-        finally:
-            sys.path.pop(0)
+        # go/sim/critical_path.hpp through simulate(..., critical_path=True); tests/test_sim.cpp
+        # checks hand-timed steps in C++
         c = gopt.cluster("v100x2")
-        # a chain on one device: every unit on the path, joined by data, no gaps
+        self.assertIsNone(gopt.simulate(chain(), c).critical_path)
+        # a chain on one device: every unit on the path, each held by its input
         g = chain(5)
-        r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0] * 5))
-        self.assertEqual(len(path), 4)  # the input is not a unit (zero time)
-        self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
-        self.assertEqual(dict(links), {"data, same device": 4})  # each unit's, the first's the input
+        r = gopt.simulate(g, c, gopt.Plan(device=[0] * 5), critical_path=True)
+        cp = r.critical_path
+        self.assertEqual(list(cp["units"]), [4, 3, 2, 1])  # the input takes no time: not listed
+        self.assertEqual(cp["link"], ["data", "data", "data", "data"])
+        self.assertAlmostEqual(cp["compute_ms"], r.step_time_ms, places=9)
+        self.assertAlmostEqual(cp["end_ms"], r.step_time_ms, places=9)
         # the same chain cut over two devices: one hand-off, its transfer on the path
-        r, totals, path, links = critical_path(g, c, gopt.Plan(device=[0, 0, 0, 1, 1]))
-        self.assertEqual(links["transfer"], 1)
-        self.assertGreater(totals["transfers"], 0)
-        self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=6)
-        # through an op of no time (a view, not a unit of the trace): data, and its transfer
+        r = gopt.simulate(g, c, gopt.Plan(device=[0, 0, 0, 1, 1]), critical_path=True)
+        cp = r.critical_path
+        self.assertEqual(cp["link"], ["data", "transfer", "data", "data"])
+        self.assertGreater(cp["transfers_ms"], 0)
+        self.assertAlmostEqual(cp["compute_ms"] + cp["transfers_ms"] + cp["link_wait_ms"] + cp["gaps_ms"],
+                               r.step_time_ms, places=9)
+        self.assertEqual(len(cp["compute_by_device_ms"]), 2)
+        self.assertEqual(set(cp["compute_by_kind_ms"]), {"matmul", "relu"})
+        # through an op of no time (a view): its transfer is found
         v = gopt.Graph.from_arrays(kinds=["input", "matmul", "reshape", "relu"], edges=[[0, 1], [1, 2], [2, 3]],
                                    flops=[0, 2e9, 0, 1e6], output_bytes=[4 << 20] * 4)
-        r, totals, path, links = critical_path(v, c, gopt.Plan(device=[0, 0, 0, 0]))
-        self.assertEqual(dict(links), {"data, same device": 2})
-        self.assertEqual([u["name"] for u in path], ["op3", "op1"])
-        r, totals, path, links = critical_path(v, c, gopt.Plan(device=[0, 0, 1, 1]))
-        self.assertGreater(totals["transfers"], 0)
-        self.assertEqual(len(path), 2)
-        self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=9)
+        cp = gopt.simulate(v, c, gopt.Plan(device=[0, 0, 1, 1]), critical_path=True).critical_path
+        self.assertEqual([v.names[i] for i in cp["units"]], ["op3", "op1"])
+        self.assertGreater(cp["transfers_ms"], 0)
         # two independent matmuls on one device: the second waits for the first (device order)
         h = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul"], edges=[[0, 1], [0, 2]],
                                    flops=[0, 2e9, 2e9], output_bytes=[4 << 20] * 3)
-        r, totals, path, links = critical_path(h, c, gopt.Plan(device=[0, 0, 0]))
-        self.assertEqual(dict(links), {"device order": 1, "data, same device": 1})  # then the input
-        self.assertAlmostEqual(totals["compute"], r.step_time_ms, places=9)
-        # on real graphs the parts add up to the step time, and no unit on the path starts before
-        # what the walk says let it (ops with several outputs: each tensor's own transfer)
+        r = gopt.simulate(h, c, gopt.Plan(device=[0, 0, 0]), critical_path=True)
+        self.assertEqual(r.critical_path["link"], ["device", "data"])
+        self.assertAlmostEqual(r.critical_path["compute_ms"], r.step_time_ms, places=9)
+        # on real graphs the parts add up to the step time, and no unit starts before what let it
         for graph in (RESNET18, "zoo:inception_v3:batch=8"):
             g = gopt.load_graph(graph, training=True)
             for method in ("human", "metis", "best-heuristic"):
-                plan = gopt.place(g, c, method).plan
-                r, totals, path, links = critical_path(g, c, plan)
-                self.assertAlmostEqual(sum(totals.values()), r.step_time_ms, places=6, msg=method)
-                self.assertLessEqual(totals["compute"], r.step_time_ms + 1e-9)
-                self.assertGreater(totals["compute"], 0)
-                for u in path:
-                    self.assertGreaterEqual(u["start"], u["ready"] - 1e-9, msg=(graph, method, u["name"]))
+                r = gopt.simulate(g, c, gopt.place(g, c, method).plan, critical_path=True)
+                cp = r.critical_path
+                self.assertAlmostEqual(cp["compute_ms"] + cp["transfers_ms"] + cp["link_wait_ms"] + cp["gaps_ms"],
+                                       r.step_time_ms, places=6, msg=method)
+                self.assertTrue(np.all(cp["start_ms"] >= cp["ready_ms"] - 1e-9), msg=(graph, method))
+                self.assertTrue(np.all(cp["finish_ms"][1:] <= cp["start_ms"][:-1] + 1e-9), msg=(graph, method))
+                self.assertAlmostEqual(sum(cp["compute_by_device_ms"]), cp["compute_ms"], places=6)
 
     def test_colocation_option(self):
         g = gopt.Graph.from_arrays(kinds=["input", "relu", "relu"], edges=[[0, 1], [1, 2]], colocation=[-1, 7, 7])
