@@ -1,6 +1,7 @@
 // gopt simulate: step time, validity, per-device busy time and peak memory, transfers and kernel
 // launches of one simulated step (include/go/sim), the lower bounds on every plan's step time
-// (go/sim/bound.hpp), optionally a Chrome trace and a speed test.
+// (go/sim/bound.hpp), optionally a Chrome trace, the step's critical path (go/sim/critical_path.hpp)
+// and a speed test.
 #include "simulate.hpp"
 #include "format.hpp"
 

@@ -6,10 +6,12 @@
 // each unit start when it did: the later of its last data input's arrival (its producer's finish
 // on the same device, or the end of that tensor's transfer to this device) and its device's
 // previous unit's finish (device order; a tie counts as the data's). Units of no time (inputs,
-// views) are passed through: they add no compute and are not listed. The path's time then splits exactly into
-// compute (its units' times), transfers on it, the time those tensors waited for a busy link
-// (their transfer started after their producer finished), and gaps (a unit starting after what
-// let it, e.g. waiting for memory): the four add up to the last unit's finish, the step time.
+// views) are passed through (they wait for their device too): they add no compute and are not
+// listed. The path's time then splits exactly into compute (its units' times), transfers on it,
+// the time those tensors waited for a busy link (their transfer started after their producer
+// finished), and gaps (a unit starting after what let it): the four add up to the last unit's
+// finish, the step time. Each step goes back to an earlier unit or a data predecessor, so the walk
+// ends; it reads the workspace's schedule, no simulation.
 // A path of device-order links on a device busy nearly all the step says its work is the limit;
 // data links, transfers and link waits say the dependency chain and its hand-offs are.
 #include <algorithm>
