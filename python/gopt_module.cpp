@@ -254,13 +254,12 @@ py::object critical_path_dict(const PySimResult& r) {
   std::vector<std::int64_t> units;
   std::vector<double> start, finish, ready;
   py::list link;
-  static const char* const kLinks[] = {"start", "data", "transfer", "device"};
   for (const auto& u : cp.units) {
     units.push_back(u.unit);
     start.push_back(ms(u.start));
     finish.push_back(ms(u.finish));
     ready.push_back(ms(u.ready));
-    link.append(kLinks[static_cast<int>(u.link)]);
+    link.append(std::string(go::path_link_name(u.link)));
   }
   std::vector<double> by_device;
   for (double b : cp.compute_by_device) by_device.push_back(ms(b));

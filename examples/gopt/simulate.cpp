@@ -67,8 +67,7 @@ void run_simulate(const SimulateOptions& o) {
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // after a --repeat run the workspace holds the same schedule as the first
-  const go::StepPath cp = o.critical_path && std::isfinite(ws.result().step_time)
-                                  ? go::step_critical_path(sim, plan, ws) : go::StepPath{};
+  const go::StepPath cp = o.critical_path ? go::step_critical_path(sim, plan, ws) : go::StepPath{};
   const go::SimResult& r = ws.result();
   const go::StepTimeBound bound = go::step_time_lower_bound(g, cluster, cost);
   const std::string reason = printable(go::sim_reason(r, g, cluster));
@@ -114,13 +113,16 @@ void run_simulate(const SimulateOptions& o) {
         if (cp.compute_by_kind[k] > 0) by_kind[std::string(go::kOpKindNames[k])] = cp.compute_by_kind[k] * 1e3;
       std::vector<double> by_device;
       for (double b : cp.compute_by_device) by_device.push_back(b * 1e3);
+      nlohmann::json links = nlohmann::json::object();
+      for (go::PathLink l : {go::PathLink::data, go::PathLink::transfer, go::PathLink::device})
+        links[std::string(go::path_link_name(l))] = cp.links(l);
       j["critical_path"] = {{"units", cp.units.size()},
                             {"end_ms", cp.end * 1e3},
                             {"compute_ms", cp.compute * 1e3},
                             {"transfers_ms", cp.transfers * 1e3},
                             {"link_wait_ms", cp.link_wait * 1e3},
                             {"gaps_ms", cp.gaps * 1e3},
-                            {"links", {{"data", cp.data_links}, {"transfer", cp.transfer_links}, {"device", cp.device_links}}},
+                            {"links", links},
                             {"compute_by_device_ms", by_device},
                             {"compute_by_kind_ms", by_kind}};
     }
@@ -164,8 +166,9 @@ void run_simulate(const SimulateOptions& o) {
                 cp.units.size(), end, cp.compute * 1e3, part(cp.compute), cp.transfers * 1e3, part(cp.transfers),
                 cp.link_wait * 1e3, part(cp.link_wait), cp.gaps * 1e3, part(cp.gaps));
     std::printf("             held by a data input on their device %lld, a transfer %lld, their device's previous unit %lld\n",
-                static_cast<long long>(cp.data_links), static_cast<long long>(cp.transfer_links),
-                static_cast<long long>(cp.device_links));
+                static_cast<long long>(cp.links(go::PathLink::data)),
+                static_cast<long long>(cp.links(go::PathLink::transfer)),
+                static_cast<long long>(cp.links(go::PathLink::device)));
     auto fixed1 = [](double ms) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.1f", ms);

@@ -16,8 +16,11 @@
 // data links, transfers and link waits say the dependency chain and its hand-offs are.
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -36,6 +39,11 @@ enum class PathLink : std::uint8_t {
   device,    // its device's previous unit
 };
 
+constexpr std::string_view path_link_name(PathLink l) {
+  constexpr std::string_view names[] = {"start", "data", "transfer", "device"};
+  return names[static_cast<std::size_t>(l)];
+}
+
 struct StepPath {
   struct Unit {
     OpId unit = -1;       // SimWorkspace::unit_of: the op, or the first op of its fusion group
@@ -46,17 +54,22 @@ struct StepPath {
   std::vector<Unit> units;  // the path's units of nonzero time, the last first
   double end = 0;           // the last unit's finish (seconds)
   double compute = 0, transfers = 0, link_wait = 0, gaps = 0;  // seconds; they add up to `end`
-  std::int64_t data_links = 0, transfer_links = 0, device_links = 0;  // of `units`
+  // how many of `units` were let start by `l`
+  std::int64_t links(PathLink l) const {
+    return std::count_if(units.begin(), units.end(), [l](const Unit& u) { return u.link == l; });
+  }
   std::vector<double> compute_by_device;                 // seconds of `compute` per device
   std::array<double, kNumOpKinds> compute_by_kind{};     // per kind of the unit's (first) op
 };
 
-// The critical path of the last sim.simulate(plan, ws). Empty when nothing ran.
+// The critical path of the last sim.simulate(plan, ws). Empty when the plan could not run (no
+// finite step time) or nothing ran.
 inline StepPath step_critical_path(const Simulator& sim, const Plan& plan, const SimWorkspace& ws) {
   const OpGraph& g = sim.graph();
   const auto n = static_cast<std::size_t>(g.num_ops());
   StepPath cp;
   cp.compute_by_device.assign(static_cast<std::size_t>(sim.cluster().num_devices()), 0.0);
+  if (!std::isfinite(ws.result().step_time)) return cp;
   // members of each unit, and each device's units of nonzero time by start
   std::vector<std::vector<OpId>> members(n);
   std::vector<std::vector<OpId>> on_device(static_cast<std::size_t>(sim.cluster().num_devices()));
@@ -137,12 +150,7 @@ inline StepPath step_critical_path(const Simulator& sim, const Plan& plan, const
       next = from;
     }
     cp.gaps += start - step.ready;
-    if (timed) {
-      cp.units.push_back(step);
-      cp.data_links += step.link == PathLink::data ? 1 : 0;
-      cp.transfer_links += step.link == PathLink::transfer ? 1 : 0;
-      cp.device_links += step.link == PathLink::device ? 1 : 0;
-    }
+    if (timed) cp.units.push_back(step);
     u = next;
   }
   return cp;
