@@ -2,16 +2,19 @@
 // fusion validity, the registry, and every method on every zoo graph for 2, 4 and 8 devices.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "go/baselines/metis.hpp"
 #include "go/baselines/place.hpp"
+#include "go/baselines/relabel.hpp"
 #include "go/core/file.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
@@ -669,4 +672,91 @@ TEST_CASE("baselines: random and anneal start from the human plan and keep a pla
       CHECK(r.step_time <= h.step_time);
     }
   }
+}
+
+TEST_CASE("baselines: device relabelling", "[baselines][relabel]") {
+  // a (1 ms, 10 MB out) -> b (1 ms) on three devices; 0 <-> 1 at 10 GB/s, every other pair at 1 GB/s
+  // (100 us latency each). a on 0 and b on 2 hand off over a slow link: 1 + 0.1 + 10 + 1 = 12.1 ms.
+  // Devices 0 and 1 are interchangeable (same links to 2), so the swaps tried are (0, 2) and (1, 2):
+  // (0, 2) puts a on 2 and b on 0, as slow; (1, 2) puts b on 1: 1 + 0.1 + 1 + 1 = 3.1 ms, taken;
+  // the second pass takes neither (a on 2 / b on 2: slow again): 4 simulations.
+  Tiny t;
+  const go::OpId a = t.op("a", 1, 10'000'000);
+  t.op("b", 1, 1 << 20, {a});
+  const go::OpGraph g = t.build();
+  go::Cluster c = test_cluster(3);
+  for (auto [s, d] : {std::pair{0, 1}, std::pair{1, 0}}) c.bandwidth[static_cast<std::size_t>(s * 3 + d)] = 10e9;
+  CHECK(go::interchangeable_devices(c, 0, 1));
+  CHECK(!go::interchangeable_devices(c, 0, 2));
+  CHECK(!go::interchangeable_devices(c, 1, 2));
+  const go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  go::Plan p;
+  p.device = {0, 2};
+  const double before = sim.simulate(p).step_time;
+  CHECK(before == Approx(12.1e-3));
+  go::BestTrace trace;
+  const go::Relabelled r = go::relabel_devices(sim, p, before, ws, &trace);
+  CHECK(r.step_time == Approx(3.1e-3));
+  CHECK(r.plan.device == std::vector<std::int32_t>{0, 1});
+  CHECK(r.to == std::vector<std::int32_t>{0, 2, 1});
+  CHECK(r.simulations == 4);
+  CHECK(trace.samples() == 4);
+  CHECK(trace.best() == r.step_time);
+  // already on the fast link: nothing is taken, the plan comes back as it was
+  const go::Relabelled same = go::relabel_devices(sim, r.plan, r.step_time, ws);
+  CHECK(same.plan.device == r.plan.device);
+  CHECK(same.step_time == r.step_time);
+  CHECK(same.to == std::vector<std::int32_t>{0, 1, 2});
+  // identical devices linked alike: every swap maps the cluster onto itself, nothing is simulated
+  const go::Cluster u = test_cluster(4);
+  const go::Simulator usim(g, u);
+  go::SimWorkspace uws = usim.make_workspace();
+  const go::Relabelled none = go::relabel_devices(usim, p, usim.simulate(p).step_time, uws);
+  CHECK(none.simulations == 0);
+  CHECK(none.plan.device == p.device);
+  // a device of another spec is never interchangeable, even on identical links
+  go::Cluster h = test_cluster(2);
+  h.devices[1].spec.peak_flops *= 2;
+  CHECK(!go::interchangeable_devices(h, 0, 1));
+  // empty plan (every op on device 0) and one device: nothing to relabel
+  CHECK(go::relabel_devices(sim, go::Plan{}, before, ws).simulations == 0);
+}
+
+TEST_CASE("baselines: device relabelling keeps priorities and fusion on the DGX-1 mesh", "[baselines][relabel][zoo]") {
+  // v100x8: NVLink inside each quad and between GPU i and i + 4, PCIe between the others; no two
+  // devices are interchangeable, so a pass tries all 28 swaps.
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:rnnlm2:seq=6"));
+  const go::Cluster c = go::cluster_preset("v100x8");
+  for (std::int32_t x = 0; x < 8; ++x)
+    for (std::int32_t y = x + 1; y < 8; ++y) CHECK(!go::interchangeable_devices(c, x, y));
+  CHECK(go::interchangeable_devices(go::cluster_preset("v100x4"), 1, 3));
+  // a plan with priorities and fusion: xla fusion on a layer-by-layer placement over all 8 devices
+  go::PlaceOptions o;
+  o.fusion = go::FusionMode::xla;
+  const go::PlaceResult base = go::place("human", g, c, o);
+  REQUIRE(base.valid);
+  go::Plan p = base.plan;
+  p.priority.assign(static_cast<std::size_t>(g.num_ops()), 0.f);
+  for (std::size_t i = 0; i < p.priority.size(); ++i) p.priority[i] = static_cast<float>(i % 5);
+  for (std::size_t i = 0; i < p.device.size(); ++i) p.device[i] = static_cast<std::int32_t>((p.device[i] * 3 + 1) % 8);
+  const go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  const go::SimResult& before = sim.simulate(p, ws);
+  REQUIRE(before.valid);
+  const double t0 = before.step_time;
+  const go::Relabelled r = go::relabel_devices(sim, p, t0, ws);
+  CHECK(r.simulations >= 28);
+  CHECK(r.simulations % 28 == 0);  // whole passes, the last taking nothing
+  INFO("before " << t0 * 1e3 << " ms, after " << r.step_time * 1e3 << " ms, " << r.simulations << " simulations");
+  CHECK(r.step_time < t0);
+  CHECK(r.plan.priority == p.priority);
+  CHECK(r.plan.fusion == p.fusion);
+  for (std::size_t i = 0; i < p.device.size(); ++i) CHECK(r.plan.device[i] == r.to[static_cast<std::size_t>(p.device[i])]);
+  std::vector<std::int32_t> sorted = r.to;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(sim.simulate(r.plan).step_time == r.step_time);
+  // the same plan and cluster, the same answer
+  CHECK(go::relabel_devices(sim, p, t0, ws).plan.device == r.plan.device);
 }

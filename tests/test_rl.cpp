@@ -804,6 +804,62 @@ TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by
   CHECK(w.answer_result().step_time > 1.1 * a.result.step_time);
 }
 
+// The anchor's last candidate (`relabel`): its devices relabelled for the links. A chain of six
+// 1 ms ops with 10 MB outputs on three devices, links 0 <-> 2 and 2 <-> 1 at 10 GB/s, 0 <-> 1 at
+// 1 GB/s (100 us each): human's blocks by depth put ops 0-1 on device 0, 2-3 on 1, 4-5 on 2, so the
+// first hand-off takes the slow link: 6 + 10.1 + 1.1 = 17.2 ms. Relabelled (1 <-> 2), both take fast
+// ones: 6 + 1.1 + 1.1 = 8.2 ms.
+TEST_CASE("anchor: devices relabelled for the links", "[rl][anchor]") {
+  GraphBuilder b;
+  OpId prev = -1;
+  for (int i = 0; i < 6; ++i) {
+    OpSpec s;
+    s.name = "op" + std::to_string(i);
+    s.kind = OpKind::matmul;
+    s.time = 1e-3;
+    TensorSpec t;
+    t.shape_known = false;
+    t.bytes = 10'000'000;
+    s.outputs.push_back(t);
+    if (prev >= 0) s.inputs.push_back(TensorRef{prev, 0});
+    prev = b.add_op(std::move(s));
+  }
+  const OpGraph g = b.build();
+  DeviceSpec spec;
+  spec.name = "test";
+  spec.launch_overhead = 1e-5;
+  Cluster cl = Cluster::uniform("mesh3", spec, 3, 1e9, 1e-4);
+  for (auto [x, y] : {std::pair{0, 2}, std::pair{2, 0}, std::pair{1, 2}, std::pair{2, 1}})
+    cl.bandwidth[static_cast<std::size_t>(x * 3 + y)] = 10e9;
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  const Anchor h = choose_anchor(g, pg, cl, sim, 4, true, "human");
+  REQUIRE(h.result.valid);
+  CHECK(h.result.step_time == Approx(17.2e-3));
+  CHECK(h.plan.device == std::vector<std::int32_t>{0, 0, 1, 1, 2, 2});
+  CHECK(!h.relabelled);
+  BestTrace trace;
+  const Anchor r = choose_anchor(g, pg, cl, sim, 4, true, "human,relabel", 0, &trace);
+  REQUIRE(r.result.valid);
+  CHECK(r.result.step_time == Approx(8.2e-3));
+  CHECK(r.plan.device == std::vector<std::int32_t>{0, 0, 2, 2, 1, 1});
+  CHECK(r.relabelled);
+  CHECK(r.describe() == h.describe() + " + devices relabelled");
+  CHECK(r.candidates == h.candidates + 1);  // one more simulation
+  CHECK(trace.samples() == r.candidates);
+  CHECK(trace.best() == r.result.step_time);
+  CHECK(r.plan.fusion == h.plan.fusion);
+  CHECK(r.plan.priority == h.plan.priority);
+  // its actions decode to it: decoding reads which rows share a device, not which device it is
+  CHECK(policy::to_plan(policy::decode(g, pg, r.actions, 3, {.ties = r.ties, .join = r.join()})).device == r.plan.device);
+  // on links all alike nothing is relabelled and nothing more is simulated
+  const Cluster same = Cluster::uniform("same3", spec, 3, 1e9, 1e-4);
+  const Simulator ssim(g, same);
+  const Anchor u = choose_anchor(g, pg, same, ssim, 4, true, "human,relabel");
+  CHECK(u.candidates == choose_anchor(g, pg, same, ssim, 4, true, "human").candidates);
+  CHECK(!u.relabelled);
+}
+
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting
 // from every op on device 0, PPO finds plans that use the idle second device and the sampled plans
 // get faster. (The greedy plan moves slowly here: moving any single op helps, chain a's as much as

@@ -38,7 +38,8 @@ inline std::string anchor_placements_help() {
          " (default: all; spread = the best of the others with its fan-out ops, those read on two or more other "
          "devices, spread over the devices; depth-first = the two best of the others pipelined: no priority levels, "
          "depth-first order, every op fused into its main producer, the one whose input is largest; and the spread "
-         "one pipelined with its own fusion)";
+         "one pipelined with its own fusion; relabel = last, the best with its devices relabelled for the least "
+         "transfer time where links differ by pair, e.g. v100x8's NVLink mesh)";
 }
 // A bad option is one line naming it ("gopt: --updates: must be a whole number >= 0, got -1").
 inline void one_line_parse_errors(CLI::App& app) {

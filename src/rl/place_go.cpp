@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "go/baselines/place.hpp"
+#include "go/baselines/relabel.hpp"
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
 #include "go/rl/anchor.hpp"
@@ -137,9 +138,19 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       best = t.task(0).best_plan;
     }
   }
-  if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
   BestTrace trace = t.task(0).trace;
   trace.rebase(t0);
+  if (o.finetune > 0 && std::isfinite(best_t)) {
+    // the best plan's op sets on other devices where links differ by pair (go/baselines/relabel.hpp)
+    SimWorkspace ws = task.sim->make_workspace();
+    Relabelled r = relabel_devices(*task.sim, best, best_t, ws, &trace);
+    rep.relabel_simulations = r.simulations;
+    if (r.step_time < best_t) {
+      rep.relabelled_step_time = best_t = r.step_time;
+      best = std::move(r.plan);
+    }
+  }
+  if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
   GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)), "go: the trace's best ",
            trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
   rep.simulations = trace.samples();
@@ -172,10 +183,13 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                  (rep.faster.empty() ? "" : "other tie order " + rep.faster + " " + ms(rep.faster_step_time) + "; ") +
                  (kind == Kind::one ? "untrained" : "zero-shot") + " greedy " + ms(rep.greedy_step_time) +
                  ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
-      if (kind != Kind::zero_shot)
+      if (kind != Kind::zero_shot) {
         out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
                     std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) +
                     " samples: " + ms(rep.finetuned_step_time);
+        if (std::isfinite(rep.relabelled_step_time))
+          out.note += "; devices relabelled: " + ms(rep.relabelled_step_time);
+      }
       out.note += "; " + BestTrace::trace_text(rep.trace);
       return p;
     };
@@ -203,6 +217,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
       "none/XLA-like fusion in program order, the best four also in first-ready and latest-first order, the best "
       "with its fan-out ops spread, the best two and the spread one pipelined (depth-first order, no priorities), "
+      "the best with its devices relabelled for the links, "
       "each simulated (GO's anchor and the plans GO compares its own with)",
       [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {
         const Anchor a = heuristic_anchor(g, c, po);

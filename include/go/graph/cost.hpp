@@ -73,6 +73,8 @@ struct DeviceSpec {
   // a profile records as copies, inference-mode dropout). 1 unless calibrated (go/sim/calibrate.hpp).
   std::array<double, kNumOpKinds> memory_efficiency = default_memory_efficiency();
 
+  bool operator==(const DeviceSpec&) const = default;
+
   static DeviceSpec v100() { return {}; }
   static DeviceSpec p100() { return make("p100", 16, 732, 9300); }
   static DeviceSpec k80() {  // one GK210 die of a K80, as in Placeto's simulator

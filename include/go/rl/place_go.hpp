@@ -9,9 +9,12 @@
 //                 graph (PlaceOptions::finetune; -1 = budget / finetune_samples, so that GO gets the
 //                 simulator budget the search baselines get), re-anchored on every improvement, half
 //                 of the samples block moves, half of those made on the other heuristic plans within
-//                 5% of the anchor, each hill-climbed on its own (finetune_config);
-//                 the answer is the best valid plan seen: the anchor (go/rl/anchor.hpp, which the
-//                 policy starts from), the zero-shot plans, or any plan sampled while fine-tuning.
+//                 5% of the anchor, each hill-climbed on its own (finetune_config); the best valid
+//                 plan seen (the anchor (go/rl/anchor.hpp, which the policy starts from), the
+//                 zero-shot plans, or any plan sampled while fine-tuning) is the answer, with its
+//                 devices relabelled where that is faster (go/baselines/relabel.hpp: swaps of two
+//                 devices' op sets, tried where links differ by pair; after the last update, so a
+//                 time limit, which stops the updates, does not stop it).
 //   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
 //                 of the policy file's architecture, the same procedure as go.
 //   best-heuristic the anchor plan on its own (go/rl/anchor.hpp): the best simulated combination of
@@ -51,6 +54,8 @@ struct GoPlaceReport {
   double greedy_step_time = kNoTime;     // zero-shot greedy decision
   double sampled_step_time = kNoTime;    // best of the zero-shot samples
   double finetuned_step_time = kNoTime;  // best plan after fine-tuning (anchor and samples included)
+  double relabelled_step_time = kNoTime; // that plan with its devices relabelled, when faster
+  std::int64_t relabel_simulations = 0;  // (go/baselines/relabel.hpp; after fine-tuning only)
   std::string faster;                    // the anchor's candidate of another tie order, when faster
   double faster_step_time = kNoTime;     // (Anchor::faster; "" and kNoTime when there is none)
   std::int64_t updates = 0;

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,27 @@ struct Plan {
     return p;
   }
 };
+
+// Calls f(op, destination device, tensor) for each transfer of a placement (`device`, one entry per
+// op) as the simulator makes them (go/sim/simulator/semantics.hpp, "Transfers"): each output
+// tensor of an op once to every other device that reads it over a data edge.
+template <class F>
+void for_each_transfer(const OpGraph& g, std::span<const std::int32_t> device, F&& f) {
+  std::vector<std::pair<TensorId, std::int32_t>> sent;  // (tensor, device) pairs of one op
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    const std::int32_t own = device[static_cast<std::size_t>(v)];
+    const auto succ = g.succ(v);
+    const auto tensors = g.succ_tensors(v);
+    sent.clear();
+    for (std::size_t k = 0; k < succ.size(); ++k) {
+      const std::int32_t d = device[static_cast<std::size_t>(succ[k])];
+      const std::pair<TensorId, std::int32_t> td{tensors[k], d};
+      if (tensors[k] < 0 || d == own || std::find(sent.begin(), sent.end(), td) != sent.end()) continue;
+      sent.push_back(td);
+      f(v, d, tensors[k]);
+    }
+  }
+}
 
 // Throws go::Error when a non-empty vector of the plan does not have one entry per op.
 inline void check_plan_sizes(const Plan& p, std::int32_t num_ops, const std::string& where = "plan: ") {
