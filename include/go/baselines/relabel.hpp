@@ -3,9 +3,9 @@
 // groups kept). Where links differ by pair (v100x8, the DGX-1 hybrid cube-mesh: NVLink inside each
 // quad and between GPU i and i + 4, PCIe between the others), which device holds which op set
 // decides which hand-offs take the slow links, and a search that moves a few ops at a time (GO's
-// samples and block moves, annealing) does not get there: moving one op set whole is many moves that
-// are each worse on the way: human's layer i on device i mod 8 sends layer 3's output from GPU 3 to
-// GPU 4 over PCIe, and the anchor's best plan of gnmt8 (human + XLA-like fusion, 547.76 ms) takes
+// samples and block moves, annealing) does not get there (moving one op set whole is many moves,
+// each worse on the way). Human's layer i on device i mod 8 sends layer 3's output from GPU 3 to
+// GPU 4 over PCIe; the anchor's best plan of gnmt8 (human + XLA-like fusion, 547.76 ms) takes
 // 413.87 ms relabelled. GO's fine-tuning ends with relabel_devices on its best plan (bench/README.md,
 // "Device relabelling").
 //
