@@ -708,6 +708,31 @@ class CliEquality(unittest.TestCase):
         with self.assertRaisesRegex(gopt.Error, "anchor_placements has 'fanout'"):
             gopt.place(g, "v100x4", "best-heuristic", anchor_placements="human,fanout")
 
+    def test_anchor_relabel(self):
+        # the anchor's last candidate: its devices relabelled for the links. On v100x8 (NVLink inside
+        # each quad and between GPU i and i + 4) GNMT's layer i on device i mod 8 hands off over PCIe
+        # until relabelled; on v100x4 (every pair alike) nothing is tried
+        g = gopt.load_graph("zoo:gnmt8:seq=4", training=True)
+        without = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first"
+        if "metis" not in gopt.methods():
+            without = without.replace(",metis", "")
+        plain = gopt.place(g, "v100x8", "best-heuristic", anchor_placements=without)
+        relabelled = gopt.place(g, "v100x8", "best-heuristic", anchor_placements=without + ",relabel")
+        self.assertEqual(relabelled.note, plain.note + " + devices relabelled")
+        self.assertLess(relabelled.step_time_ms, plain.step_time_ms)
+        self.assertEqual(relabelled.simulations, plain.simulations + 1)
+        self.assertEqual(gopt.simulate(g, "v100x8", relabelled.plan).step_time_ms, relabelled.step_time_ms)
+        # the same op sets on other devices, the same priorities and fusion
+        to = {}
+        for a, b in zip(plain.plan.device, relabelled.plan.device):
+            self.assertEqual(to.setdefault(int(a), int(b)), int(b))
+        self.assertEqual(len(set(to.values())), len(to))
+        self.assertTrue(np.array_equal(plain.plan.fusion, relabelled.plan.fusion))
+        self.assertTrue(np.array_equal(plain.plan.priority, relabelled.plan.priority))
+        four = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=without + ",relabel")
+        self.assertEqual(four.simulations, gopt.place(g, "v100x4", "best-heuristic", anchor_placements=without).simulations)
+        self.assertNotIn("relabelled", four.note)
+
     def test_place_and_simulate(self):
         g = gopt.load_graph(RESNET18, training=True)
         with tempfile.TemporaryDirectory() as d:
