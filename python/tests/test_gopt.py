@@ -638,6 +638,12 @@ class Train(unittest.TestCase):
             gopt.train([], "v100x2", TINY_CONFIG)
 
 
+def anchor_placements(more=""):
+    """The anchor's heuristic placements (METIS where the build has it), then `more`."""
+    names = "default,human,pipeline,metis,m-etf,m-sct,heft"
+    return (names if "metis" in gopt.methods() else names.replace(",metis", "")) + more
+
+
 @unittest.skipUnless(CLI and os.access(CLI, os.X_OK), "GOPT_CLI is not the gopt binary")
 class CliEquality(unittest.TestCase):
     """The module and the gopt binary of the same build give the same numbers for the same inputs."""
@@ -682,9 +688,7 @@ class CliEquality(unittest.TestCase):
         # (4 devices) the best one with its positional encodings spread over the devices is faster,
         # and go-zero-shot starts from the same anchor
         g = gopt.load_graph("zoo:transformer_xl4:segments=8", training=True)
-        others = "default,human,pipeline,metis,m-etf,m-sct,heft"
-        if "metis" not in gopt.methods():
-            others = others.replace(",metis", "")
+        others = anchor_placements()
         plain = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=others)
         spread = gopt.place(g, "v100x4", "best-heuristic", anchor_placements=others + ",spread")
         self.assertNotIn("fan-out spread", plain.note)
@@ -713,9 +717,7 @@ class CliEquality(unittest.TestCase):
         # each quad and between GPU i and i + 4) GNMT's layer i on device i mod 8 hands off over PCIe
         # until relabelled; on v100x4 (every pair alike) nothing is tried
         g = gopt.load_graph("zoo:gnmt8:seq=4", training=True)
-        without = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first"
-        if "metis" not in gopt.methods():
-            without = without.replace(",metis", "")
+        without = anchor_placements(",spread,depth-first")
         plain = gopt.place(g, "v100x8", "best-heuristic", anchor_placements=without)
         relabelled = gopt.place(g, "v100x8", "best-heuristic", anchor_placements=without + ",relabel")
         self.assertEqual(relabelled.note, plain.note + " + devices relabelled")
