@@ -143,8 +143,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   if (o.finetune > 0 && std::isfinite(best_t)) {
     // the best plan's op sets on other devices where links differ by pair (go/baselines/relabel.hpp)
     SimWorkspace ws = task.sim->make_workspace();
-    Relabelled r = relabel_devices(*task.sim, best, best_t, ws, &trace);
-    rep.relabel_simulations = r.simulations;
+    Relabelled r = relabel_devices(*task.sim, best, best_t, ws, &trace);  // counted in the trace
     if (r.step_time < best_t) {
       rep.relabelled_step_time = best_t = r.step_time;
       best = std::move(r.plan);

@@ -55,7 +55,7 @@ struct GoPlaceReport {
   double sampled_step_time = kNoTime;    // best of the zero-shot samples
   double finetuned_step_time = kNoTime;  // best plan after fine-tuning (anchor and samples included)
   double relabelled_step_time = kNoTime; // that plan with its devices relabelled, when faster
-  std::int64_t relabel_simulations = 0;  // (go/baselines/relabel.hpp; after fine-tuning only)
+                                         // (go/baselines/relabel.hpp; after fine-tuning only)
   std::string faster;                    // the anchor's candidate of another tie order, when faster
   double faster_step_time = kNoTime;     // (Anchor::faster; "" and kNoTime when there is none)
   std::int64_t updates = 0;
