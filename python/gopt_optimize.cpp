@@ -306,9 +306,9 @@ anchor is chosen from, of "program,first-ready,latest,depth-first" ("": "program
 first-ready when not listed are tried on the anchor's best four candidates as answers only; the
 pipelined candidates are in depth-first order whatever is listed), as gopt place --anchor-ties;
 anchor_placements: the same methods: the placements GO's anchor starts from, of
-"default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first,relabel" ("": all; depth-first: the two
-best pipelined, and the spread one; relabel: the best with its devices relabelled for the links), as gopt
-place --anchor-placements.
+"default,human,pipeline,metis,m-etf,m-sct,heft,fit,spread,depth-first,relabel" ("": all; fit: the fastest
+candidate that runs out of memory fitted to it; depth-first: the two best pipelined, and the spread one;
+relabel: the best with its devices relabelled for the links), as gopt place --anchor-placements.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "go/baselines/memory_fit.hpp"
 #include "go/baselines/metis.hpp"
 #include "go/baselines/place.hpp"
 #include "go/baselines/relabel.hpp"
@@ -759,4 +760,81 @@ TEST_CASE("baselines: device relabelling keeps priorities and fusion on the DGX-
   CHECK(sim.simulate(r.plan).step_time == r.step_time);
   // the same plan and cluster, the same answer
   CHECK(go::relabel_devices(sim, p, t0, ws).plan.device == r.plan.device);
+}
+
+TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
+  // A chain of six 1 ms ops holding 100 MB of parameters each (1 kB outputs) on three devices of
+  // 350 MB, links 1 GB/s with 100 us latency (a hand-off: 0.101 ms). Ops 0-3 on device 0 (400 MB)
+  // and 4-5 on device 1 run out of memory. What must leave device 0 is sized to bring it to 97% of
+  // its capacity: 1.1 x (400 - 339.5) MB, one op, so the windows are each of its four ops, tried on
+  // device 2 (the most free memory) and device 1: 8 trials, all fit; op 3 on device 1 leaves one
+  // hand-off (6.101 ms), every other trial two or three.
+  Tiny t;
+  go::OpId prev = -1;
+  for (int i = 0; i < 6; ++i)
+    prev = t.op("op" + std::to_string(i), 1, 1000, prev < 0 ? std::vector<go::OpId>{} : std::vector<go::OpId>{prev}, 100'000'000);
+  const go::OpGraph g = t.build();
+  const go::Cluster c = test_cluster(3, 350'000'000);
+  const go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  go::Plan p;
+  p.device = {0, 0, 0, 0, 1, 1};
+  const go::SimResult over = sim.simulate(p);
+  REQUIRE(over.status == go::SimStatus::out_of_memory);
+  CHECK(over.step_time == Approx(6.101e-3));
+  const go::MemoryFit f = go::fit_memory(sim, p, ws);
+  CHECK(f.fits());
+  CHECK(f.plan.device == std::vector<std::int32_t>{0, 0, 0, 1, 1, 1});
+  CHECK(f.result.step_time == Approx(6.101e-3));
+  CHECK(f.moves == 1);
+  CHECK(f.simulations == 9);  // the plan, then 4 windows x 2 devices
+  CHECK(!ws.stop_on_oom());   // the workspace's setting is given back
+  // the same plan, the same answer
+  CHECK(go::fit_memory(sim, p, ws).plan.device == f.plan.device);
+  // not worth fitting: a plan whose whole step is not below worth_below comes back after one simulation
+  go::MemoryFitOptions slow;
+  slow.worth_below = 6e-3;
+  const go::MemoryFit kept = go::fit_memory(sim, p, ws, slow);
+  CHECK(!kept.fits());
+  CHECK(kept.simulations == 1);
+  CHECK(kept.moves == 0);
+  CHECK(kept.plan.device == p.device);
+  // a plan that fits comes back as it is
+  go::Plan fits;
+  fits.device = {0, 0, 1, 1, 2, 2};
+  const go::MemoryFit same = go::fit_memory(sim, fits, ws);
+  CHECK(same.fits());
+  CHECK(same.simulations == 1);
+  CHECK(same.plan.device == fits.device);
+  // 600 MB on two devices of 250 MB never fits: moving two ops to device 1 (42.5 MB free below 97%)
+  // overflows it as much, so nothing is taken and the plan comes back out of memory
+  const go::Cluster small = test_cluster(2, 250'000'000);
+  const go::Simulator ssim(g, small);
+  go::SimWorkspace sws = ssim.make_workspace();
+  const go::MemoryFit none = go::fit_memory(ssim, p, sws);
+  CHECK(!none.fits());
+  CHECK(none.moves == 0);
+  CHECK(none.plan.device == p.device);
+  CHECK(go::memory_excess(none.result, small) == Approx(0.6).epsilon(1e-4));  // (and a few kB of outputs)
+  // the whole graph on its only device: nothing to move to
+  const go::Simulator one(g, test_cluster(1, 350'000'000));
+  go::SimWorkspace ows = one.make_workspace();
+  CHECK(go::fit_memory(one, go::Plan{}, ows).simulations == 1);
+}
+
+TEST_CASE("baselines: fusion groups split by a device move are unfused whole", "[baselines][memory]") {
+  go::Plan p;
+  p.device = {0, 0, 1, 1, 2};
+  p.fusion = {0, 0, 0, 3, 3};  // group 0 spans devices 0 and 1, group 3 devices 1 and 2
+  go::dissolve_split_fusion(p);
+  CHECK(p.fusion == std::vector<std::int32_t>{-1, -1, -1, -1, -1});
+  p.fusion = {0, 0, 2, 2, -1};  // each group on one device: kept
+  go::dissolve_split_fusion(p);
+  CHECK(p.fusion == std::vector<std::int32_t>{0, 0, 2, 2, -1});
+  p.fusion = {7, 7, 1, 1, 1};  // an id out of range is left for check_plan to report; group 1 spans 1 and 2
+  go::dissolve_split_fusion(p);
+  CHECK(p.fusion == std::vector<std::int32_t>{7, 7, -1, -1, -1});
+  go::Plan none;  // no fusion, no devices
+  go::dissolve_split_fusion(none);
+  CHECK(none.fusion.empty());
 }

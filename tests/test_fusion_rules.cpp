@@ -387,6 +387,38 @@ TEST_CASE("fusion rules: FusionGroups merges agree with the whole-group check on
   CHECK(by_cycle > 5);
 }
 
+TEST_CASE("fusion rules: an op whose producers are all in the group joins it without a search", "[fusion]") {
+  // a1 -> a2 -> a3 -> v, each a also read by an op of its own (o1, o2, o3). With a search budget of
+  // 2 edges, the search from {a1, a2, a3} for a path to v through another group would run out at
+  // o1 and o2 and refuse the merge; v's only producer is in the group, so no such path exists and
+  // no search is made.
+  Hand h;
+  const OpId x = h.op("x", OpKind::input);
+  const OpId a1 = h.op("a1", OpKind::relu, {x});
+  h.op("o1", OpKind::sigmoid, {a1});
+  const OpId a2 = h.op("a2", OpKind::relu, {a1});
+  h.op("o2", OpKind::sigmoid, {a2});
+  const OpId a3 = h.op("a3", OpKind::relu, {a2});
+  h.op("o3", OpKind::sigmoid, {a3});
+  const OpId v = h.op("v", OpKind::tanh, {a3});
+  const OpGraph g = h.build();
+  FusionGroups fg(g, 2);
+  CHECK(fg.merge(a1, a2) == FusionGroups::Merge::merged);
+  CHECK(fg.merge(a2, a3) == FusionGroups::Merge::merged);
+  CHECK(fg.merge(a3, v) == FusionGroups::Merge::merged);
+  CHECK(fg.size(v) == 4);
+  // a real path through another group is still found: p -> q -> r and p -> r; r's producer q is
+  // outside {p}, so merging r into p's group is searched, and refused
+  Hand k;
+  const OpId y = k.op("y", OpKind::input);
+  const OpId p = k.op("p", OpKind::relu, {y});
+  const OpId q = k.op("q", OpKind::softmax, {p});
+  const OpId r = k.op("r", OpKind::add, {p, q});
+  const OpGraph g2 = k.build();
+  FusionGroups f2(g2, 1 << 20);
+  CHECK(f2.merge(p, r) == FusionGroups::Merge::refused_cycle);
+}
+
 TEST_CASE("xla fusion: fuses residual adds and bias epilogues, leaves convolutions before a norm alone",
           "[fusion][baselines]") {
   Hand h;

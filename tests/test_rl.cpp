@@ -107,6 +107,26 @@ TrainConfig anchored_on_default(std::uint64_t seed, float anchor_bias, std::int6
 // Two identical v100s: the split of two_chains is a symmetric choice (see the anchored tests).
 Cluster same_two() { return Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5); }
 
+// A chain of `n` 1 ms matmuls, each writing `out_bytes` and holding `params` bytes of parameters.
+OpGraph matmul_chain(int n, std::int64_t out_bytes, std::int64_t params = 0) {
+  GraphBuilder b;
+  OpId prev = -1;
+  for (int i = 0; i < n; ++i) {
+    OpSpec s;
+    s.name = "op" + std::to_string(i);
+    s.kind = OpKind::matmul;
+    s.time = 1e-3;
+    s.param_bytes = params;
+    TensorSpec t;
+    t.shape_known = false;
+    t.bytes = out_bytes;
+    s.outputs.push_back(t);
+    if (prev >= 0) s.inputs.push_back(TensorRef{prev, 0});
+    prev = b.add_op(std::move(s));
+  }
+  return b.build();
+}
+
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("go_test_rl_" + name)).string();
 }
@@ -810,21 +830,7 @@ TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by
 // first hand-off takes the slow link: 6 + 10.1 + 1.1 = 17.2 ms. Relabelled (1 <-> 2), both take fast
 // ones: 6 + 1.1 + 1.1 = 8.2 ms.
 TEST_CASE("anchor: devices relabelled for the links", "[rl][anchor]") {
-  GraphBuilder b;
-  OpId prev = -1;
-  for (int i = 0; i < 6; ++i) {
-    OpSpec s;
-    s.name = "op" + std::to_string(i);
-    s.kind = OpKind::matmul;
-    s.time = 1e-3;
-    TensorSpec t;
-    t.shape_known = false;
-    t.bytes = 10'000'000;
-    s.outputs.push_back(t);
-    if (prev >= 0) s.inputs.push_back(TensorRef{prev, 0});
-    prev = b.add_op(std::move(s));
-  }
-  const OpGraph g = b.build();
+  const OpGraph g = matmul_chain(6, 10'000'000);
   DeviceSpec spec;
   spec.name = "test";
   spec.launch_overhead = 1e-5;
@@ -858,6 +864,48 @@ TEST_CASE("anchor: devices relabelled for the links", "[rl][anchor]") {
   const Anchor u = choose_anchor(g, pg, same, ssim, 4, true, "human,relabel");
   CHECK(u.candidates == choose_anchor(g, pg, same, ssim, 4, true, "human").candidates);
   CHECK(!u.relabelled);
+}
+
+// The anchor's `fit` candidate: a chain of six 1 ms matmuls holding 100 MB of parameters each (1 kB
+// outputs) on two devices of 350 MB, links 1 GB/s with 100 us latency. The default placement (all
+// on device 0, 600 MB) is the only other one and runs out of memory in every variant; fitted, the
+// window to move is three ops (1.1 x (600 - 339.5) MB), tried at ops 0-2, 1-3, 2-4 and 3-5 on
+// device 1: ops 0-2 on device 1 fit with one hand-off, 6 + 0.101 = 6.101 ms (3-5 as fast, found
+// later), and become the placement "default fitted to memory".
+TEST_CASE("anchor: a candidate that runs out of memory, fitted to it", "[rl][anchor]") {
+  const OpGraph g = matmul_chain(6, 1000, 100'000'000);
+  DeviceSpec spec;
+  spec.name = "test";
+  spec.launch_overhead = 1e-5;
+  spec.memory_bytes = 350'000'000;
+  const Cluster cl = Cluster::uniform("small2", spec, 2, 1e9, 1e-4);
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  const Anchor d = choose_anchor(g, pg, cl, sim, 4, true, "default");
+  CHECK(!d.result.valid);
+  CHECK(d.result.status == SimStatus::out_of_memory);
+  BestTrace trace;
+  const Anchor f = choose_anchor(g, pg, cl, sim, 4, true, "default,fit", 0, &trace);
+  REQUIRE(f.result.valid);
+  CHECK(f.result.step_time == Approx(6.101e-3));
+  CHECK(f.plan.device == std::vector<std::int32_t>{1, 1, 1, 0, 0, 0});
+  CHECK(f.placement == "default fitted to memory");
+  CHECK(f.describe().rfind("default fitted to memory", 0) == 0);
+  // one whole simulation of the candidate, four trials, the fitted placement decoded and simulated,
+  // each recorded; the trials are not answers, the fitted candidate is
+  CHECK(f.candidates == d.candidates + 1 + 4 + 1);
+  CHECK(trace.samples() == f.candidates);
+  CHECK(trace.best() == f.result.step_time);
+  // its actions decode to it
+  CHECK(policy::to_plan(policy::decode(g, pg, f.actions, 2, {.ties = f.ties, .join = f.join()})).device == f.plan.device);
+  // with memory to spare nothing is fitted and nothing more is simulated
+  DeviceSpec big = spec;
+  big.memory_bytes = 1'000'000'000;
+  const Cluster roomy = Cluster::uniform("big2", big, 2, 1e9, 1e-4);
+  const Simulator rsim(g, roomy);
+  const Anchor r = choose_anchor(g, pg, roomy, rsim, 4, true, "default,fit");
+  CHECK(r.candidates == choose_anchor(g, pg, roomy, rsim, 4, true, "default").candidates);
+  CHECK(r.placement == "default");
 }
 
 // The saddle of identical devices (see the learning test above), broken by the anchor: starting

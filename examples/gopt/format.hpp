@@ -35,7 +35,9 @@ inline constexpr const char* kAnchorTiesHelp =
 inline std::string anchor_placements_help() {
   return "best-heuristic, anneal-anchor, go methods: the placements GO's anchor starts from, of " +
          go::rl::kAnchorPlacements +
-         " (default: all; spread = the best of the others with its fan-out ops, those read on two or more other "
+         " (default: all; fit = the fastest candidate that runs out of memory, where faster than the best that "
+         "fits, with op sets moved off the devices that overflow until it fits; spread = the best of the others "
+         "with its fan-out ops, those read on two or more other "
          "devices, spread over the devices; depth-first = the two best of the others pipelined: no priority levels, "
          "depth-first order, every op fused into its main producer, the one whose input is largest; and the spread "
          "one pipelined with its own fusion; relabel = last, the best with its devices relabelled for the least "

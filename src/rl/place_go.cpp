@@ -214,8 +214,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   PlaceMethod bh{
       "best-heuristic",
       "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "
-      "none/XLA-like fusion in program order, the best four also in first-ready and latest-first order, the best "
-      "with its fan-out ops spread, the best two and the spread one pipelined (depth-first order, no priorities), "
+      "none/XLA-like fusion in program order, the fastest that runs out of memory fitted to it, the best four also "
+      "in first-ready and latest-first order, the best with its fan-out ops spread, the best two and the spread one pipelined (depth-first order, no priorities), "
       "the best with its devices relabelled for the links, "
       "each simulated (GO's anchor and the plans GO compares its own with)",
       [](const OpGraph& g, const Cluster& c, const PlaceOptions& po, PlaceResult& out) {

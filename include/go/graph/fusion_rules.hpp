@@ -546,6 +546,17 @@ class FusionGroups {
   bool reaches(OpId X, OpId Y) {
     const std::int32_t limit = std::max(maxpos_[static_cast<std::size_t>(Y)], grouped_end_);
     if (minpos_[static_cast<std::size_t>(X)] > limit) return false;
+    // Such a path enters Y from a third group: none when every producer of Y's ops is in X or Y (a
+    // lone op fused into its only producer's group, the common case), checked where Y is small.
+    if (size(Y) <= kDirectCheck) {
+      bool third = false;
+      for (OpId m : members_of(Y))
+        for (OpId u : g_->pred(m)) {
+          const OpId U = group(u);
+          third = third || (U != X && U != Y);
+        }
+      if (!third) return false;
+    }
     if (++search_ == 0) {
       std::fill(stamp_.begin(), stamp_.end(), 0);
       search_ = 1;
@@ -572,6 +583,7 @@ class FusionGroups {
     return false;
   }
 
+  static constexpr std::int32_t kDirectCheck = 8;
   const OpGraph* g_;
   std::int64_t budget_;
   std::vector<FusionTraits> traits_;

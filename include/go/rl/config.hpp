@@ -32,7 +32,7 @@
 //                                  // (capped at 10): 0 gives a purely fixed penalty (no signal among invalid plans)
 //     "training": false,           // expand each graph into its training graph first (make_training_graph)
 //     "colocate": true,            // decoding honours colocation groups
-//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first,relabel",  // the anchor's placements
+//     "anchor_placements": "default,human,pipeline,metis,m-etf,m-sct,heft,fit,spread,depth-first,relabel",  // the anchor's placements
 //                                  // (go/rl/anchor.hpp; used when the policy's "anchor" is true)
 //     "anchor_ties": "program,first-ready",  // orders of the ops of one priority level the anchor
 //                                  // is chosen from: every candidate in the first, its best four in
@@ -81,12 +81,13 @@
 
 namespace go::rl {
 
-// Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them; `spread`
-// is the best of the others with its fan-out ops spread over the devices, `depth-first` the two best
+// Every placement the anchor can start from (go/rl/anchor.hpp), in the order it tries them; `fit` is
+// the likeliest best candidate that runs out of memory with op sets moved off the devices that
+// overflow (go/baselines/memory_fit.hpp), `spread` the best of the others with its fan-out ops spread over the devices, `depth-first` the two best
 // pipelined (no priority levels, depth-first order, every op fused into its main producer) and, with
 // `spread`, the spread one pipelined with its own fusion; `relabel`, last, the best with its devices
 // relabelled for the least transfer time where links differ by pair (go/baselines/relabel.hpp).
-inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,spread,depth-first,relabel";
+inline const std::string kAnchorPlacements = "default,human,pipeline,metis,m-etf,m-sct,heft,fit,spread,depth-first,relabel";
 // Every order of the ops of one priority level the anchor can try, and those it tries by default.
 inline const std::string kAnchorTieOrders = "program,first-ready,latest,depth-first";
 inline const std::string kAnchorTies = "program,first-ready";

@@ -222,6 +222,25 @@ inline void colocate(const OpGraph& g, Plan& p) {
   }
 }
 
+// Unfuses every fusion group whose ops are on more than one device (all of its ops), the groups a
+// device move split: a group must run on one device (check_plan), and what is left of a legal
+// group on either side need not be a legal kernel (fusion_rules.hpp) or convex.
+inline void dissolve_split_fusion(Plan& p) {
+  if (p.fusion.empty()) return;
+  const std::size_t n = p.fusion.size();
+  std::vector<std::int32_t> dev(n, -1);  // per group id: its first op's device, -2 once split
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t f = p.fusion[i];
+    if (f < 0 || static_cast<std::size_t>(f) >= n) continue;  // out of range: check_plan says so
+    std::int32_t& d = dev[static_cast<std::size_t>(f)];
+    const std::int32_t own = p.device.empty() ? 0 : p.device[i];
+    if (d == -1) d = own;
+    else if (d != own) d = -2;
+  }
+  for (std::int32_t& f : p.fusion)
+    if (f >= 0 && static_cast<std::size_t>(f) < n && dev[static_cast<std::size_t>(f)] == -2) f = -1;
+}
+
 inline nlohmann::json plan_to_json(const Plan& p, const OpGraph& g) {
   check_plan_sizes(p, g.num_ops());
   nlohmann::json j;

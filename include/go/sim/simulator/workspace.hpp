@@ -56,6 +56,7 @@ class SimWorkspace {
   // with SimOptions::stop_on_oom, for a caller that needs only whether a plan fits (and the step
   // time of one that does, which stopping does not change).
   void set_stop_on_oom(bool on) { stop_on_oom_ = on; }
+  bool stop_on_oom() const { return stop_on_oom_; }
 
  private:
   friend class Simulator;
