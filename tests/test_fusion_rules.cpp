@@ -419,6 +419,41 @@ TEST_CASE("fusion rules: an op whose producers are all in the group joins it wit
   CHECK(f2.merge(p, r) == FusionGroups::Merge::refused_cycle);
 }
 
+TEST_CASE("fusion rules: the operand budget where a group grows one op at a time", "[fusion]") {
+  // a0 = relu(x0), a_i = add(a_{i-1}, x_i), each x_i an input of its own; with `shared`, every a_i
+  // also reads one more input w (100 readers: the count is then redone from the groups' members,
+  // not updated from the joining op's tensors). {a0..ak} reads x0..xk (and w) and writes a_k for
+  // a_{k+1}: k + 2 operands (k + 3), so merging a_k is refused first at k = 95 (94), as the
+  // whole-group check says.
+  for (const bool shared : {false, true}) {
+    Hand h;
+    const OpId w = h.op("w", OpKind::input);
+    std::vector<OpId> a;
+    for (int i = 0; i < 100; ++i) {
+      const OpId x = h.op("x" + std::to_string(i), OpKind::input);
+      std::vector<OpId> ins = i == 0 ? std::vector<OpId>{x} : std::vector<OpId>{a.back(), x};
+      if (shared) ins.push_back(w);
+      a.push_back(h.op("a" + std::to_string(i), i == 0 ? OpKind::relu : OpKind::add, ins));
+    }
+    const OpGraph g = h.build();
+    FusionGroups fg(g, 1 << 20);
+    int refused_at = -1;
+    for (int k = 1; k < 100 && refused_at < 0; ++k) {
+      const auto m = fg.merge(a[static_cast<std::size_t>(k - 1)], a[static_cast<std::size_t>(k)]);
+      if (m == FusionGroups::Merge::refused_rule) {
+        refused_at = k;
+        CHECK(fg.last_problem().rule == FusionRule::too_many_operands);
+      } else {
+        REQUIRE(m == FusionGroups::Merge::merged);
+      }
+    }
+    CHECK(refused_at == (shared ? 94 : 95));
+    const std::vector<OpId> fits(a.begin(), a.begin() + refused_at), over(a.begin(), a.begin() + refused_at + 1);
+    CHECK(!check(g, fits));
+    CHECK(check(g, over).rule == FusionRule::too_many_operands);
+  }
+}
+
 TEST_CASE("xla fusion: fuses residual adds and bias epilogues, leaves convolutions before a norm alone",
           "[fusion][baselines]") {
   Hand h;

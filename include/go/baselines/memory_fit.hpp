@@ -44,7 +44,7 @@ namespace go {
 
 struct MemoryFitOptions {
   int rounds = 4;          // moves at most (each a round of trials)
-  int windows = 8;         // windows of the overflowing device's owners tried per round
+  int windows = 6;         // windows of the overflowing device's owners tried per round
   int targets = 2;         // devices with the most free memory each window is tried on
   double headroom = 0.97;  // a window is sized to bring the device's peak to this share of its capacity
   double gain = 0.02;      // a plan that does not fit goes on to another round only this much faster than the best that does
@@ -56,7 +56,7 @@ struct MemoryFitOptions {
 struct MemoryFit {
   Plan plan;           // the fitted plan, or the best found (the given plan when nothing helped)
   SimResult result;    // its whole simulation
-  int simulations = 0; // of moved plans
+  int simulations = 0; // of moved plans (the overload on a Simulator counts the given plan's too)
   int moves = 0;       // op sets moved
   bool fits() const { return result.valid && std::isfinite(result.step_time); }
 };

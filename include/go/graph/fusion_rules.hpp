@@ -383,7 +383,9 @@ inline bool fusion_action_possible(const OpGraph& g, OpId v) {
 // Fusion groups built by merging, legal (the rules above) and acyclic (each group convex, no two
 // groups depending on each other) after every merge. Devices are the caller's: merge only ops on
 // one device. Merges cost the smaller group's edges for the rules and a search over groups for
-// cycles, bounded by `search_budget` edges (a merge whose search runs out is refused).
+// cycles, bounded by `search_budget` edges (a merge whose search runs out is refused); no search
+// where every producer of the joining group's ops is in one of the two (then no path can close a
+// cycle), and the operand count (rule 5) is updated from the small group's tensors where it can be.
 class FusionGroups {
  public:
   enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
@@ -407,9 +409,28 @@ class FusionGroups {
       const FusionClass c = traits_class(traits_[i]);
       if (c == FusionClass::library) lib_[i] = v;
       if (c == FusionClass::reduction) red_[i] = v;
-      for (TensorId t : g.pred_tensors(v)) ub_[i] += t >= 0 ? 1 : 0;
-      for (TensorId t : g.succ_tensors(v)) ub_[i] += t >= 0 ? 1 : 0;
     }
+    // each tensor's readers over data edges (union_operands_small), and each op's exact count
+    reader_off_.assign(static_cast<std::size_t>(g.num_tensors()) + 1, 0);
+    for (OpId v = 0; v < g.num_ops(); ++v)
+      for (TensorId t : g.succ_tensors(v))
+        if (t >= 0) ++reader_off_[static_cast<std::size_t>(t) + 1];
+    for (std::size_t t = 1; t < reader_off_.size(); ++t) reader_off_[t] += reader_off_[t - 1];
+    readers_.resize(static_cast<std::size_t>(reader_off_.back()));
+    std::vector<std::int32_t> next(reader_off_.begin(), reader_off_.end() - 1);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      const auto succ = g.succ(v);
+      const auto tensors = g.succ_tensors(v);
+      for (std::size_t k = 0; k < succ.size(); ++k)
+        if (tensors[k] >= 0) readers_[static_cast<std::size_t>(next[static_cast<std::size_t>(tensors[k])]++)] = succ[k];
+    }
+    const auto view = fusion_view(g, traits_);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      tag_ = static_cast<std::uint32_t>(v) + 1;
+      ub_[static_cast<std::size_t>(v)] =
+          fusion_operands(view, std::span<const OpId>(&v, 1), [&](OpId x) { return x == v; }, tstamp_.data(), tag_);
+    }
+    exact_.assign(n, 1);
   }
   FusionGroups(OpGraph&&, std::int64_t = 0) = delete;  // the graph must outlive the groups
 
@@ -432,6 +453,7 @@ class FusionGroups {
     if (problem_) return Merge::refused_rule;
     if (reaches(A, B) || reaches(B, A)) return Merge::refused_cycle;
     const std::int64_t ub = union_ub_;
+    const bool exact = union_exact_;
     auto& ma = own_members(A);
     auto& mb = own_members(B);
     if (ma.size() < mb.size()) {
@@ -450,6 +472,7 @@ class FusionGroups {
     if (lib_[ia] < 0) lib_[ia] = lib_[ib];
     if (red_[ia] < 0) red_[ia] = red_[ib];
     ub_[ia] = ub;
+    exact_[ia] = exact ? 1 : 0;
     return Merge::merged;
   }
 
@@ -482,27 +505,84 @@ class FusionGroups {
   }
 
   // The rules for the union of groups A and B, each legal on its own: only what the union adds.
-  // Sets union_ub_, a bound on the union's operand count (rule 5).
+  // Sets union_ub_, a bound on the union's operand count (rule 5), exact (union_exact_) where
+  // union_operands_small could count it or the bound was over the budget and it was counted.
   FusionProblem legal_union(OpId A, OpId B) {
     if (FusionProblem p = legal_union_1to4(A, B)) return p;
-    // Rule 5: counted exactly only when the groups' bounds (exact counts, or edge counts, which are
-    // never smaller) could exceed the budget, so long chains cost a count now and then, not per merge.
-    union_ub_ = ub_[static_cast<std::size_t>(A)] + ub_[static_cast<std::size_t>(B)];
-    if (union_ub_ <= kFusionMaxOperands) return {};
+    union_exact_ = false;
+    if (!union_operands_small(A, B)) {
+      // Counted exactly only when the groups' bounds could exceed the budget, so long chains cost a
+      // count now and then, not per merge.
+      union_ub_ = ub_[static_cast<std::size_t>(A)] + ub_[static_cast<std::size_t>(B)];
+      if (union_ub_ <= kFusionMaxOperands) return {};
+      const auto view = fusion_view(*g_, traits_);
+      if (++tag_ == 0) {
+        std::fill(tstamp_.begin(), tstamp_.end(), 0);
+        tag_ = 1;
+      }
+      auto in_union = [&](OpId x) {
+        const OpId r = group(x);
+        return r == A || r == B;
+      };
+      union_ub_ = fusion_operands(view, members_of(A), in_union, tstamp_.data(), tag_) +
+                  fusion_operands(view, members_of(B), in_union, tstamp_.data(), tag_);
+      union_exact_ = true;
+    }
+    const OpId first =
+        g_->topo_order()[static_cast<std::size_t>(std::min(minpos_[static_cast<std::size_t>(A)], minpos_[static_cast<std::size_t>(B)]))];
+    return fusion_operand_budget(union_ub_, first);
+  }
+
+  // The union's exact count from the two groups' exact counts, where one of them is small and its
+  // tensors have few readers (most merges decode and the XLA-like heuristic make: an op joining its
+  // producer's group, then its group joining another producer's): a tensor counts differently in the
+  // union only where the small group reads or writes it (otherwise its producer and readers are all
+  // outside that group, and outside the union exactly when outside the other), so the union's count
+  // is the two counts less what each such tensor counted in each, plus what it counts in the union.
+  // Sets union_ub_ and union_exact_; false (nothing set) where it does not apply.
+  bool union_operands_small(OpId A, OpId B) {
+    if (!exact_[static_cast<std::size_t>(A)] || !exact_[static_cast<std::size_t>(B)]) return false;
+    constexpr std::int32_t kSmallGroup = 16, kFewReaders = 16;
+    const OpId S = size(A) <= size(B) ? A : B;
+    if (size(S) > kSmallGroup) return false;
     const auto view = fusion_view(*g_, traits_);
+    auto few = [&](TensorId t) {
+      return t < 0 || reader_off_[static_cast<std::size_t>(t) + 1] - reader_off_[static_cast<std::size_t>(t)] <= kFewReaders;
+    };
+    for (OpId v : members_of(S)) {
+      for (auto e = view.in_off[v]; e < view.in_off[v + 1]; ++e)
+        if (!few(view.in_tensor[e])) return false;
+      for (auto e = view.out_off[v]; e < view.out_off[v + 1]; ++e)
+        if (!few(view.out_tensor[e])) return false;
+    }
     if (++tag_ == 0) {
       std::fill(tstamp_.begin(), tstamp_.end(), 0);
       tag_ = 1;
     }
-    auto in_union = [&](OpId x) {
-      const OpId r = group(x);
-      return r == A || r == B;
+    std::int64_t ops = ub_[static_cast<std::size_t>(A)] + ub_[static_cast<std::size_t>(B)];
+    auto visit = [&](TensorId t, OpId producer) {
+      if (t < 0 || tstamp_[static_cast<std::size_t>(t)] == tag_) return;
+      tstamp_[static_cast<std::size_t>(t)] = tag_;
+      bool in_a = false, in_b = false, outside = false;  // where t's readers are
+      for (auto e = reader_off_[static_cast<std::size_t>(t)]; e < reader_off_[static_cast<std::size_t>(t) + 1]; ++e) {
+        const OpId r = group(readers_[static_cast<std::size_t>(e)]);
+        in_a = in_a || r == A;
+        in_b = in_b || r == B;
+        outside = outside || (r != A && r != B);
+      }
+      const OpId p = group(producer);
+      const int in_union = p == A || p == B ? (outside ? 1 : 0) : (in_a || in_b ? 1 : 0);
+      const int in_group_a = p == A ? (in_b || outside ? 1 : 0) : (in_a ? 1 : 0);
+      const int in_group_b = p == B ? (in_a || outside ? 1 : 0) : (in_b ? 1 : 0);
+      ops += in_union - in_group_a - in_group_b;
     };
-    union_ub_ = fusion_operands(view, members_of(A), in_union, tstamp_.data(), tag_) +
-                fusion_operands(view, members_of(B), in_union, tstamp_.data(), tag_);
-    const OpId first =
-        g_->topo_order()[static_cast<std::size_t>(std::min(minpos_[static_cast<std::size_t>(A)], minpos_[static_cast<std::size_t>(B)]))];
-    return fusion_operand_budget(union_ub_, first);
+    for (OpId v : members_of(S)) {
+      for (auto e = view.in_off[v]; e < view.in_off[v + 1]; ++e) visit(view.in_tensor[e], view.in_src[e]);
+      for (auto e = view.out_off[v]; e < view.out_off[v + 1]; ++e) visit(view.out_tensor[e], v);
+    }
+    union_ub_ = ops;
+    union_exact_ = true;
+    return true;
   }
 
   FusionProblem legal_union_1to4(OpId A, OpId B) const {
@@ -592,7 +672,11 @@ class FusionGroups {
   std::vector<std::int32_t> minpos_, maxpos_;
   std::vector<OpId> lib_, red_;             // per representative: its library op / reduction, or -1
   std::vector<std::int64_t> ub_;            // per representative: a bound on its operand count (rule 5)
+  std::vector<char> exact_;                 // per representative: ub_ is its exact count
   std::int64_t union_ub_ = 0;
+  bool union_exact_ = false;
+  std::vector<std::int32_t> reader_off_;    // per tensor: its readers are readers_[reader_off_[t], reader_off_[t + 1])
+  std::vector<OpId> readers_;
   std::vector<std::uint32_t> tstamp_;       // per tensor, for fusion_operands()
   std::uint32_t tag_ = 0;
   std::vector<std::uint32_t> stamp_;
