@@ -21,7 +21,9 @@
 //   fusion      none or XLA-like greedy producer-consumer fusion (go/baselines/fusion.hpp), as
 //               decode() builds it from "fuse into producers" on every op
 // The anchor is the candidate with the lowest valid step time; when none fits, the one with the
-// least memory excess. Then a few more, each kept when faster: the best candidate with its fan-out
+// least memory excess. A candidate that ran out of memory but would be faster is fitted to it
+// (`fit`: op sets moved off the devices that overflow, go/baselines/memory_fit.hpp) and becomes a
+// placement of its own. Then a few more, each kept when faster: the best candidate with its fan-out
 // ops spread over the devices (`spread`, spread_fan_out below), and the two best placements
 // pipelined (`depth-first`): no priority levels, depth-first order (policy::TieOrder::depth_first)
 // and every op fused into its main producer (policy::FusionJoin::main); with both, the spread
