@@ -87,8 +87,8 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
   };
   std::vector<Plan> trials;
   std::vector<SimResult> results;
-  // `cur`: the plan the next round moves from (out of memory); `out`: the fastest that fits so far,
-  // or while none does, `cur`
+  // `cur`: the plan the next round moves from (out of memory); `out`: the fastest that fits so far
+  // (`found`), else at the end `cur`
   MemoryFit cur = out;
   bool found = false;
   for (int round = 0; round < o.rounds; ++round) {
@@ -187,11 +187,11 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
     cur.plan = std::move(trials[next]);
     cur.result = std::move(results[next]);
     ++cur.moves;
-    if (!found) {
-      out.plan = cur.plan;
-      out.result = cur.result;
-      out.moves = cur.moves;
-    }
+  }
+  if (!found) {  // the least excess reached
+    out.plan = std::move(cur.plan);
+    out.result = std::move(cur.result);
+    out.moves = cur.moves;
   }
   return out;
 }

@@ -410,27 +410,6 @@ class FusionGroups {
       if (c == FusionClass::library) lib_[i] = v;
       if (c == FusionClass::reduction) red_[i] = v;
     }
-    // each tensor's readers over data edges (union_operands_small), and each op's exact count
-    reader_off_.assign(static_cast<std::size_t>(g.num_tensors()) + 1, 0);
-    for (OpId v = 0; v < g.num_ops(); ++v)
-      for (TensorId t : g.succ_tensors(v))
-        if (t >= 0) ++reader_off_[static_cast<std::size_t>(t) + 1];
-    for (std::size_t t = 1; t < reader_off_.size(); ++t) reader_off_[t] += reader_off_[t - 1];
-    readers_.resize(static_cast<std::size_t>(reader_off_.back()));
-    std::vector<std::int32_t> next(reader_off_.begin(), reader_off_.end() - 1);
-    for (OpId v = 0; v < g.num_ops(); ++v) {
-      const auto succ = g.succ(v);
-      const auto tensors = g.succ_tensors(v);
-      for (std::size_t k = 0; k < succ.size(); ++k)
-        if (tensors[k] >= 0) readers_[static_cast<std::size_t>(next[static_cast<std::size_t>(tensors[k])]++)] = succ[k];
-    }
-    const auto view = fusion_view(g, traits_);
-    for (OpId v = 0; v < g.num_ops(); ++v) {
-      tag_ = static_cast<std::uint32_t>(v) + 1;
-      ub_[static_cast<std::size_t>(v)] =
-          fusion_operands(view, std::span<const OpId>(&v, 1), [&](OpId x) { return x == v; }, tstamp_.data(), tag_);
-    }
-    exact_.assign(n, 1);
   }
   FusionGroups(OpGraph&&, std::int64_t = 0) = delete;  // the graph must outlive the groups
 
@@ -504,11 +483,41 @@ class FusionGroups {
     return m.empty() ? std::span<const OpId>(&R, 1) : std::span<const OpId>(m);
   }
 
+  // Each tensor's readers over data edges (union_operands_small) and each op's exact operand count,
+  // made at the first merge that gets to rule 5: a caller that merges nothing (decoding a plan
+  // without fusion) does not pay for them. Until then every group is a lone op.
+  void count_operands() {
+    const OpGraph& g = *g_;
+    const auto n = static_cast<std::size_t>(g.num_ops());
+    reader_off_.assign(static_cast<std::size_t>(g.num_tensors()) + 1, 0);
+    for (OpId v = 0; v < g.num_ops(); ++v)
+      for (TensorId t : g.succ_tensors(v))
+        if (t >= 0) ++reader_off_[static_cast<std::size_t>(t) + 1];
+    for (std::size_t t = 1; t < reader_off_.size(); ++t) reader_off_[t] += reader_off_[t - 1];
+    readers_.resize(static_cast<std::size_t>(reader_off_.back()));
+    std::vector<std::int32_t> next(reader_off_.begin(), reader_off_.end() - 1);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      const auto succ = g.succ(v);
+      const auto tensors = g.succ_tensors(v);
+      for (std::size_t k = 0; k < succ.size(); ++k)
+        if (tensors[k] >= 0) readers_[static_cast<std::size_t>(next[static_cast<std::size_t>(tensors[k])]++)] = succ[k];
+    }
+    const auto view = fusion_view(g, traits_);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      tag_ = static_cast<std::uint32_t>(v) + 1;
+      ub_[static_cast<std::size_t>(v)] =
+          fusion_operands(view, std::span<const OpId>(&v, 1), [&](OpId x) { return x == v; }, tstamp_.data(), tag_);
+    }
+    exact_.assign(n, 1);
+    counted_ = true;
+  }
+
   // The rules for the union of groups A and B, each legal on its own: only what the union adds.
   // Sets union_ub_, a bound on the union's operand count (rule 5), exact (union_exact_) where
   // union_operands_small could count it or the bound was over the budget and it was counted.
   FusionProblem legal_union(OpId A, OpId B) {
     if (FusionProblem p = legal_union_1to4(A, B)) return p;
+    if (!counted_) count_operands();
     union_exact_ = false;
     if (!union_operands_small(A, B)) {
       // Counted exactly only when the groups' bounds could exceed the budget, so long chains cost a
@@ -675,6 +684,7 @@ class FusionGroups {
   std::vector<char> exact_;                 // per representative: ub_ is its exact count
   std::int64_t union_ub_ = 0;
   bool union_exact_ = false;
+  bool counted_ = false;                    // count_operands() has run
   std::vector<std::int32_t> reader_off_;    // per tensor: its readers are readers_[reader_off_[t], reader_off_[t + 1])
   std::vector<OpId> readers_;
   std::vector<std::uint32_t> tstamp_;       // per tensor, for fusion_operands()
