@@ -251,7 +251,7 @@ void bind_optimize(py::module_& m) {
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
                     std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
                     std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit,
-                    const std::string& anchor_ties, const std::string& anchor_placements) {
+                    const std::string& anchor_ties, const std::string& anchor_placements, bool fit_memory) {
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -274,6 +274,7 @@ void bind_optimize(py::module_& m) {
     };
     o.anchor_ties = anchor_list("anchor_ties", anchor_ties, go::rl::kAnchorTieOrders);
     o.anchor_placements = anchor_list("anchor_placements", anchor_placements, go::rl::kAnchorPlacements);
+    o.fit_memory = fit_memory;
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -293,7 +294,8 @@ void bind_optimize(py::module_& m) {
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
      py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
-     py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", py::arg("anchor_placements") = "", R"doc(
+     py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", py::arg("anchor_placements") = "",
+     py::arg("fit_memory") = false, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
@@ -308,7 +310,9 @@ pipelined candidates are in depth-first order whatever is listed), as gopt place
 anchor_placements: the same methods: the placements GO's anchor starts from, of
 "default,human,pipeline,metis,m-etf,m-sct,heft,fit,spread,depth-first,relabel" ("": all; fit: the fastest
 candidate that runs out of memory fitted to it; depth-first: the two best pipelined, and the spread one;
-relabel: the best with its devices relabelled for the links), as gopt place --anchor-placements.
+relabel: the best with its devices relabelled for the links), as gopt place --anchor-placements;
+fit_memory: every method: a plan that runs out of memory has op sets moved off the devices that
+overflow until it fits (the note says how many; off by default), as gopt place --fit-memory.
 A plan that does not fit memory comes back with valid False.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")

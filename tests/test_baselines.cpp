@@ -762,18 +762,23 @@ TEST_CASE("baselines: device relabelling keeps priorities and fusion on the DGX-
   CHECK(go::relabel_devices(sim, p, t0, ws).plan.device == r.plan.device);
 }
 
-TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
-  // A chain of six 1 ms ops holding 100 MB of parameters each (1 kB outputs) on three devices of
-  // 350 MB, links 1 GB/s with 100 us latency (a hand-off: 0.101 ms). Ops 0-3 on device 0 (400 MB)
-  // and 4-5 on device 1 run out of memory. What must leave device 0 is sized to bring it to 97% of
-  // its capacity: 1.1 x (400 - 339.5) MB, one op, so the windows are each of its four ops, tried on
-  // device 2 (the most free memory) and device 1: 8 trials, all fit; op 3 on device 1 leaves one
-  // hand-off (6.101 ms), every other trial two or three.
+// A chain of six 1 ms ops holding 100 MB of parameters each (1 kB outputs); on test_cluster's links
+// (1 GB/s, 100 us latency) a hand-off takes 0.101 ms.
+static go::OpGraph chain_of_100mb_ops() {
   Tiny t;
   go::OpId prev = -1;
   for (int i = 0; i < 6; ++i)
     prev = t.op("op" + std::to_string(i), 1, 1000, prev < 0 ? std::vector<go::OpId>{} : std::vector<go::OpId>{prev}, 100'000'000);
-  const go::OpGraph g = t.build();
+  return t.build();
+}
+
+TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
+  // The chain on three devices of 350 MB. Ops 0-3 on device 0 (400 MB) and 4-5 on device 1 run out
+  // of memory. What must leave device 0 is sized to bring it to 97% of its capacity: 1.1 x (400 -
+  // 339.5) MB, one op, so the windows are each of its four ops, tried on device 2 (the most free
+  // memory) and device 1: 8 trials, all fit; op 3 on device 1 leaves one hand-off (6.101 ms), every
+  // other trial two or three.
+  const go::OpGraph g = chain_of_100mb_ops();
   const go::Cluster c = test_cluster(3, 350'000'000);
   const go::Simulator sim(g, c);
   go::SimWorkspace ws = sim.make_workspace();
@@ -820,6 +825,45 @@ TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
   const go::Simulator one(g, test_cluster(1, 350'000'000));
   go::SimWorkspace ows = one.make_workspace();
   CHECK(go::fit_memory(one, go::Plan{}, ows).simulations == 1);
+}
+
+TEST_CASE("baselines: place() with fit_memory", "[baselines][memory]") {
+  // The chain on three devices of 350 MB. "default" puts 600 MB on device 0. What must leave it:
+  // 1.1 x (600 - 339.5) MB, three ops, in 4 windows ([0,3), [1,4), [2,5), [3,6)) each tried on
+  // devices 1 and 2: every trial fits; the first with one hand-off (6.101 ms) is ops 0-2 on device
+  // 1, and nothing is left to fit after it.
+  const go::OpGraph g = chain_of_100mb_ops();
+  const go::Cluster c = test_cluster(3, 350'000'000);
+  go::PlaceOptions o;
+  const go::PlaceResult plain = go::place("default", g, c, o);
+  CHECK(plain.status == go::SimStatus::out_of_memory);
+  CHECK(plain.simulations == 0);
+  o.fit_memory = true;
+  const go::PlaceResult r = go::place("default", g, c, o);
+  CHECK(r.valid);
+  CHECK(r.plan.device == std::vector<std::int32_t>{1, 1, 1, 0, 0, 0});
+  CHECK(r.step_time == Approx(6.101e-3));
+  CHECK(r.simulations == 9);  // the plan whole, then 8 trials
+  CHECK_THAT(r.note, Contains("fitted to memory: 1 op set(s) moved") && Contains("(9 simulations)"));
+  for (std::int64_t peak : r.peak_memory) CHECK(peak <= 350'000'000);
+  // the same as fit_memory() on the method's plan
+  const go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  CHECK(go::fit_memory(sim, plain.plan, ws).plan.device == r.plan.device);
+  // a plan that fits is left alone: no simulation, no note
+  const go::PlaceResult fits = go::place("default", g, test_cluster(3, 1'000'000'000), o);
+  CHECK(fits.valid);
+  CHECK(fits.simulations == 0);
+  CHECK(fits.note.find("fitted") == std::string::npos);
+  // two devices of 250 MB never hold 600 MB: the plan comes back out of memory, as it was
+  const go::PlaceResult none = go::place("default", g, test_cluster(2, 250'000'000), o);
+  CHECK(none.status == go::SimStatus::out_of_memory);
+  CHECK(none.plan.device == plain.plan.device);
+  CHECK_THAT(none.note, Contains("no plan found that fits"));
+  // one device: nothing to move to, nothing tried
+  const go::PlaceResult one = go::place("default", g, test_cluster(1, 350'000'000), o);
+  CHECK(one.status == go::SimStatus::out_of_memory);
+  CHECK(one.simulations == 0);
 }
 
 TEST_CASE("baselines: fusion groups split by a device move are unfused whole", "[baselines][memory]") {

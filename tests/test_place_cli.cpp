@@ -121,6 +121,37 @@ TEST_CASE("gopt place: a plan that cannot fit says so") {
   fs::remove(cl);
 }
 
+// --fit-memory: rnnlm2 (1.61 GB on device 0 when every op is there) on two devices of 1.2 GB.
+TEST_CASE("gopt place --fit-memory: a plan that runs out of memory, fitted to it") {
+  const std::string cl = tmp_path("small.json");
+  go::write_file_atomic(cl, R"({"format": "go-cluster", "version": 1, "name": "small",
+    "devices": {"count": 2, "type": "v100", "memory_bytes": 1200000000},
+    "links": {"bandwidth": 25e9, "latency": 2e-5}})");
+  const std::string plan = tmp_path("fitted.json");
+  const auto plain = run_gopt({"place", "zoo:rnnlm2", "--cluster", cl, "--method", "default", "--json"});
+  REQUIRE(plain.code == 0);
+  CHECK(nlohmann::json::parse(plain.out)["status"] == "out_of_memory");
+  const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", cl, "--method", "default", "--fit-memory", "--json",
+                           "--out", plan});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["valid"] == true);
+  CHECK_THAT(j["note"].get<std::string>(), Contains("fitted to memory: 1 op set(s) moved"));
+  CHECK(j["simulations"].get<int>() >= 2);
+  for (const auto& peak : j["peak_memory_bytes"]) CHECK(peak.get<std::int64_t>() <= 1200000000);
+  const auto again = simulate_plan("zoo:rnnlm2", cl, plan);
+  CHECK(again["valid"] == true);
+  CHECK(again["step_time_ms"].get<double>() == Approx(j["step_time_ms"].get<double>()).epsilon(1e-12));
+  // gopt eval takes the flag too: the fitted plan's step time in its row
+  const auto e = run_gopt({"eval", "--graphs", "zoo:rnnlm2", "--cluster", cl, "--methods", "default", "--fit-memory"});
+  REQUIRE(e.code == 0);
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%.2f", j["step_time_ms"].get<double>());
+  CHECK_THAT(e.out, Contains(cell));
+  fs::remove(cl);
+  fs::remove(plan);
+}
+
 TEST_CASE("gopt simulate: a plan with a fusion group no compiler builds is invalid, with the reason") {
   // a matmul fused with the split that reads it: a split is no epilogue (go/graph/fusion_rules.hpp)
   const go::OpGraph g = go::load_graph("zoo:rnnlm2");

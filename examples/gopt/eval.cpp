@@ -34,7 +34,7 @@ struct EvalCliOptions {
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy, trace_dir;
-  bool training = false;
+  bool training = false, fit_memory = false;
 };
 
 // A file name for a graph path or zoo spec: its last path component, unsafe characters as '_'.
@@ -193,6 +193,7 @@ void add_eval_command(CLI::App& app) {
       ->check(name_list_check(go::rl::kAnchorPlacements));
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
+  cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,

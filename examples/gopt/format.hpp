@@ -25,6 +25,10 @@ inline constexpr const char* kTimeLimitHelp =
     "anneal, anneal-anchor, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
     "then trains as many updates as go; exact then stops after 60 s; exact's limit is CBC's, which checks its clock "
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
+inline constexpr const char* kFitMemoryHelp =
+    "every method: a plan that runs out of memory has op sets moved off the devices that overflow until it fits "
+    "(as GO's anchor does with its candidates; the moves' simulations count in optimize_seconds; off by default: "
+    "a heuristic's plan is its rule's)";
 inline constexpr const char* kAnchorTiesHelp =
     "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level GO's anchor is chosen "
     "from, of program,first-ready,latest,depth-first: every candidate in the first, its best four in each other "

@@ -28,7 +28,7 @@ struct PlaceCliOptions {
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy;
-  bool training = false, json = false;
+  bool training = false, json = false, fit_memory = false;
 };
 
 void run_place(const PlaceCliOptions& o) {
@@ -98,6 +98,7 @@ void add_place_command(CLI::App& app) {
       ->check(name_list_check(go::rl::kAnchorPlacements));
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
+  cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");

@@ -18,6 +18,7 @@ go::PlaceOptions place_options(const Flags& o) {
   po.time_limit = o.time_limit;
   po.anchor_ties = o.anchor_ties;
   po.anchor_placements = o.anchor_placements;
+  po.fit_memory = o.fit_memory;
   po.sim.cost = go::parse_cost_source(o.cost);
   return po;
 }

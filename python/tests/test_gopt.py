@@ -373,6 +373,19 @@ class Simulate(unittest.TestCase):
         self.assertIn("out of memory on device 0", r.reason)
         self.assertTrue(gopt.simulate(huge, "a100x1").valid)  # 40 GB fits
 
+    def test_place_fit_memory(self):
+        # three matmuls of 6 GiB of parameters: 18 GiB on device 0 of four V100s of 16 GiB
+        g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul", "matmul"], edges=[[0, 1], [1, 2], [2, 3]],
+                                   param_bytes=[0, 6 << 30, 6 << 30, 6 << 30])
+        plain = gopt.place(g, "v100x4", "default")
+        self.assertEqual(plain.status, "out_of_memory")
+        r = gopt.place(g, "v100x4", "default", fit_memory=True)
+        self.assertTrue(r.valid)
+        self.assertIn("fitted to memory: 1 op set(s) moved", r.note)
+        self.assertTrue((r.peak_memory_bytes <= 16 << 30).all())
+        self.assertEqual(len(set(r.plan.device.tolist())), 2)  # one op set moved to one other device
+        self.assertAlmostEqual(gopt.simulate(g, "v100x4", r.plan).step_time_ms, r.step_time_ms, places=9)
+
     def test_wrong_plan_length_raises(self):
         g = chain()
         with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 3 ops"):

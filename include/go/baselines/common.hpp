@@ -55,6 +55,10 @@ struct PlaceOptions {
   std::string anchor_ties;
   // ... and the placements it starts from (kAnchorPlacements, its default: "").
   std::string anchor_placements;
+  // Every method: a plan that runs out of memory is fitted to it (go/baselines/memory_fit.hpp: op
+  // sets moved off the devices that overflow, split fusion groups unfused), as GO's anchor does with
+  // its candidates. Off by default: a method's own plan is what the literature's rule gives.
+  bool fit_memory = false;
 };
 
 struct PlaceResult {

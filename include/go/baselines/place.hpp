@@ -15,7 +15,8 @@
 //                          XLA-like fusion, and it searches fusion itself)
 //   exact    optimal placement + schedule by a MILP (CBC), <= 200 ops        (exact.hpp)
 // PlaceOptions::fusion = xla then adds greedy producer-consumer fusion (fusion.hpp) to the plan of
-// every method that does not choose fusion itself (all but anneal and the RL methods).
+// every method that does not choose fusion itself (all but anneal and the RL methods), and
+// PlaceOptions::fit_memory fits a plan that runs out of memory to it (memory_fit.hpp).
 // Other optimizers (the RL `go` method) join with register_place_method(); a later registration
 // under an existing name replaces it. The registry is process-wide and not synchronised: register
 // before placing from several threads.
@@ -33,6 +34,7 @@
 #include "go/baselines/fusion.hpp"
 #include "go/baselines/human.hpp"
 #include "go/baselines/list_scheduling.hpp"
+#include "go/baselines/memory_fit.hpp"
 #include "go/baselines/metis.hpp"
 #include "go/baselines/search.hpp"
 #include "go/core/error.hpp"
@@ -148,6 +150,10 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // they (each one simulation) count in optimize_seconds and simulations, and the note says how many
 // were made. The first plan that fits is returned, else the attempt whose worst device is least
 // over its capacity. On a single device there is nothing to adjust: no re-runs.
+// With PlaceOptions::fit_memory, a plan still out of memory on more than one device then goes
+// through fit_memory(): the fitted plan is returned where one fits (its simulations count in
+// optimize_seconds and simulations, the note says how many op sets moved), else the plan as it was,
+// the note saying that none fits.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
   // SimOptions::cost = roofline: the methods' own cost estimates (op_times, anchors, features) see
   // the graph without measured times too, as the simulator does.
@@ -197,6 +203,23 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
         r.simulations += retries;
         r.note += std::string(r.note.empty() ? "" : "; ") + "memory feedback: " + std::to_string(retries) +
                   " re-run(s) with adjusted device budgets" + (r.valid ? "" : ", none fits; the attempt least over capacity is returned");
+      }
+      if (opts.fit_memory && r.status == SimStatus::out_of_memory && c.num_devices() > 1) {
+        const auto t1 = std::chrono::steady_clock::now();
+        const Simulator sim(g, c, opts.sim);
+        SimWorkspace ws = sim.make_workspace();
+        MemoryFit f = fit_memory(sim, r.plan, ws);
+        r.simulations += f.simulations;
+        r.optimize_seconds += detail::base::seconds_since(t1);
+        std::string what = "fitted to memory: ";
+        if (f.fits()) {
+          what += std::to_string(f.moves) + " op set(s) moved off the devices that overflow";
+          r.plan = std::move(f.plan);
+          evaluate_plan(g, c, r.plan, r, opts.sim);
+        } else {
+          what += "no plan found that fits; the plan is returned as it was";
+        }
+        r.note += (r.note.empty() ? "" : "; ") + what + " (" + std::to_string(f.simulations) + " simulations)";
       }
       return r;
     }
