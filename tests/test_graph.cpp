@@ -124,6 +124,7 @@ TEST_CASE("graph: topological order and CSR in both directions", "[graph]") {
   CHECK(g.shape(g.op(d).first_output)[1] == 8);
   CHECK(g.numel(g.op(d).first_output) == 16);
   CHECK(g.inputs(d).size() == 2);
+  CHECK(std::vector<go::OpId>(g.input_producers(d).begin(), g.input_producers(d).end()) == std::vector<go::OpId>{b, c});
   CHECK_NOTHROW(g.validate());
 }
 
@@ -138,6 +139,10 @@ TEST_CASE("graph: parallel tensors, repeated operands and control edges", "[grap
   b.add_op(last);
   const go::OpGraph g = b.build();
   CHECK(g.inputs(1).size() == 3);                  // operand list as given
+  // each operand's producer, in operand order; control inputs are not operands
+  CHECK(std::vector<go::OpId>(g.input_producers(1).begin(), g.input_producers(1).end()) == std::vector<go::OpId>{0, 0, 0});
+  CHECK(g.input_producers(2).empty());
+  CHECK(g.input_producers(0).empty());
   CHECK(g.in_degree(1) == 2);                      // one edge per distinct tensor
   CHECK(g.op(1).input_bytes == 128);
   CHECK(g.in_degree(2) == 2);                      // control edges

@@ -138,6 +138,7 @@ OpGraph GraphBuilder::build() {
   std::size_t n_inputs = 0;
   for (auto& s : specs) n_inputs += s.inputs.size();
   g.input_tensors_.reserve(n_inputs);
+  g.input_producers_.reserve(n_inputs);
   // Edge list grouped by destination (in-CSR order).
   std::vector<OpId> e_src;
   std::vector<TensorId> e_tensor;
@@ -160,6 +161,7 @@ OpGraph GraphBuilder::build() {
       GO_CHECK(u != static_cast<OpId>(v), at, "cycle through ", lab(v), ": it reads its own output");
       const TensorId t = uo.first_output + r.output;
       g.input_tensors_.push_back(t);
+      g.input_producers_.push_back(u);
       if (!has_edge(u, t)) {
         e_src.push_back(u);
         e_tensor.push_back(t);

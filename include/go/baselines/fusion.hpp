@@ -43,7 +43,7 @@ struct FusionEdges {
       const std::int32_t fv = plan.fusion[static_cast<std::size_t>(v)];
       if (fv < 0) continue;
       std::int64_t e = base[static_cast<std::size_t>(v)];
-      for (TensorId t : g.inputs(v)) f[static_cast<std::size_t>(e++)] = plan.fusion[static_cast<std::size_t>(g.tensor(t).producer)] == fv;
+      for (OpId u : g.input_producers(v)) f[static_cast<std::size_t>(e++)] = plan.fusion[static_cast<std::size_t>(u)] == fv;
     }
     return f;
   }
@@ -59,10 +59,9 @@ struct FusionEdges {
     for (OpId v : g.topo_order()) {
       if (!fusion_joins_producer(g.op(v).kind, g.op(v).role)) continue;
       std::int64_t e = base[static_cast<std::size_t>(v)];
-      for (TensorId t : g.inputs(v)) {
+      for (OpId u : g.input_producers(v)) {
         const bool on = !flags || (*flags)[static_cast<std::size_t>(e)];
         ++e;
-        const OpId u = g.tensor(t).producer;
         if (!on || plan.device_of(u) != plan.device_of(v) || !fusion_pair_possible(g, v, u)) continue;
         groups.merge(u, v);
       }

@@ -159,6 +159,9 @@ class OpGraph {
 
   // Data inputs of an op in operand order (a tensor read twice appears twice).
   std::span<const TensorId> inputs(OpId i) const { return range(input_offsets_, input_tensors_, i); }
+  // The producer of each of inputs(i), in the same order: the decoders that visit every op's
+  // producers read them here, not through tensor(t), whose records lie scattered.
+  std::span<const OpId> input_producers(OpId i) const { return range(input_offsets_, input_producers_, i); }
 
   // CSR adjacency. succ(i)[k] is reached by an edge carrying succ_tensors(i)[k] (-1: control edge).
   std::span<const OpId> succ(OpId i) const { return range(out_offsets_, out_ops_, i); }
@@ -216,6 +219,7 @@ class OpGraph {
   std::vector<std::int64_t> dims_;
   std::vector<std::int64_t> input_offsets_{0};
   std::vector<TensorId> input_tensors_;
+  std::vector<OpId> input_producers_;  // per entry of input_tensors_
   std::vector<std::int64_t> out_offsets_{0};
   std::vector<OpId> out_ops_;
   std::vector<TensorId> out_tensors_;
@@ -339,6 +343,7 @@ inline void OpGraph::validate() const {
                param_offsets_.size() == n + 1,
            at, "inconsistent CSR offsets");
   GO_CHECK(out_ops_.size() == in_ops_.size(), at, "out-edges and in-edges differ in number");
+  GO_CHECK(input_producers_.size() == input_tensors_.size(), at, "inconsistent input arrays");
   std::vector<std::int32_t> ids_seen(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& o = ops_[i];
