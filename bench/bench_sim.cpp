@@ -5,9 +5,11 @@
 // runs of 3 consecutive ops (the fusion cost model's worst case; most of these groups break the
 // fusion rules, so they run on a simulator with SimOptions::check_fusion_rules off) and the
 // XLA-like fusion (legal), with the rules on and off to show what checking them costs.
+// Also decoding the policy's actions with fusion on the 80,588-op training graph (BM_decode_80k).
 // See "Simulator benchmarks" in bench/README.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -20,6 +22,8 @@
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
 #include "go/graph/zoo.hpp"
+#include "go/policy/decode.hpp"
+#include "go/policy/features.hpp"
 #include "go/sim/sim.hpp"
 
 namespace {
@@ -247,6 +251,81 @@ BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_one_device, "wavenet4", false)->Unit(benc
 BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_human8, "wavenet4", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_sim_zoo, transformer_xl8_human8, "transformer_xl8", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_sim_zoo, gnmt8_human8, "gnmt8", true)->Unit(benchmark::kMillisecond);
+
+// Decoding actions into a plan on the 80,588-op training graph (zoo:gnmt8:seq=121): human's devices
+// and "fuse into producers" on every op, as GO's XLA-fused anchor and its samples are decoded
+// (policy::decode; most of it is FusionGroups' merges and cycle searches). In the same run: the
+// XLA-like heuristic building the same groups on the same devices (apply_xla_fusion: the same
+// merges, without decode's actions), and one simulation of the decoded plan (memory unbounded: human
+// overflows a V100 here), what a sample costs besides its decode.
+struct DecodeSetup {
+  go::OpGraph graph;
+  go::policy::PolicyGraph pg;
+  go::policy::Actions actions;
+  go::Plan human;    // devices only
+  go::Plan decoded;  // policy::decode's plan
+  std::unique_ptr<go::Simulator> sim;
+  std::int64_t groups = 0;
+  bool same = false;  // decode's groups are the heuristic's
+};
+
+DecodeSetup& decode_setup() {
+  static DecodeSetup s = [] {
+    DecodeSetup st;
+    st.graph = go::make_training_graph(go::load_graph("zoo:gnmt8:seq=121"));
+    const go::OpGraph& g = st.graph;
+    st.pg = go::policy::PolicyGraph::from_graph(g);
+    st.human.device = go::zoo_human_placement(g, 8);
+    go::colocate(g, st.human);
+    st.actions = go::policy::actions_from_plan(g, st.pg, st.human, 8);
+    std::fill_n(st.actions.fuse.data<std::int32_t>(), st.actions.fuse.numel(), 1);
+    go::policy::DecodeOptions o;
+    o.join = go::policy::FusionJoin::all;
+    const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, o);
+    st.groups = d.num_groups;
+    st.decoded.device = d.device;
+    st.decoded.fusion = d.fusion_group;
+    go::Plan x = st.human;
+    go::apply_xla_fusion(g, x);
+    st.same = x.fusion == d.fusion_group;
+    go::Cluster c = go::cluster_preset("v100x8");
+    for (auto& dev : c.devices) dev.spec.memory_bytes = 1LL << 40;
+    st.sim = std::make_unique<go::Simulator>(g, c);
+    return st;
+  }();
+  return s;
+}
+
+void BM_decode_80k(benchmark::State& state) {
+  DecodeSetup& s = decode_setup();
+  if (!s.same) {
+    state.SkipWithError("decode's fusion groups differ from the XLA-like heuristic's on the same devices");
+    return;
+  }
+  const go::OpGraph& g = s.graph;
+  go::SimWorkspace ws = s.sim->make_workspace();
+  go::policy::DecodeOptions o;
+  o.join = go::policy::FusionJoin::all;
+  const auto what = state.range(0);
+  for (auto _ : state) {
+    if (what == 0) {
+      const go::policy::Decision d = go::policy::decode(g, s.pg, s.actions, 8, o);
+      benchmark::DoNotOptimize(d.num_groups);
+    } else if (what == 1) {
+      go::Plan p = s.human;
+      benchmark::DoNotOptimize(go::apply_xla_fusion(g, p));
+    } else {
+      benchmark::DoNotOptimize(s.sim->simulate(s.decoded, ws).step_time);
+    }
+  }
+  state.SetLabel(what == 0 ? "policy::decode, fuse into producers everywhere"
+                 : what == 1 ? "anchor: apply_xla_fusion, the same groups"
+                             : "reference: one simulation of the decoded plan");
+  state.counters["ops"] = g.num_ops();
+  state.counters["groups"] = static_cast<double>(s.groups);
+  state.counters["per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_decode_80k)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 void BM_sim_construct_80k(benchmark::State& state) {
   Setup& s = setup();
