@@ -265,6 +265,7 @@ struct DecodeSetup {
   go::Plan human;    // devices only
   go::Plan decoded;  // policy::decode's plan
   std::unique_ptr<go::Simulator> sim;
+  go::policy::DecodeOptions options;  // into every producer
   std::int64_t groups = 0;
   bool same = false;  // decode's groups are the heuristic's
 };
@@ -279,9 +280,8 @@ DecodeSetup& decode_setup() {
     go::colocate(g, st.human);
     st.actions = go::policy::actions_from_plan(g, st.pg, st.human, 8);
     std::fill_n(st.actions.fuse.data<std::int32_t>(), st.actions.fuse.numel(), 1);
-    go::policy::DecodeOptions o;
-    o.join = go::policy::FusionJoin::all;
-    const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, o);
+    st.options.join = go::policy::FusionJoin::all;
+    const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, st.options);
     st.groups = d.num_groups;
     st.decoded.device = d.device;
     st.decoded.fusion = d.fusion_group;
@@ -304,12 +304,10 @@ void BM_decode_80k(benchmark::State& state) {
   }
   const go::OpGraph& g = s.graph;
   go::SimWorkspace ws = s.sim->make_workspace();
-  go::policy::DecodeOptions o;
-  o.join = go::policy::FusionJoin::all;
   const auto what = state.range(0);
   for (auto _ : state) {
     if (what == 0) {
-      const go::policy::Decision d = go::policy::decode(g, s.pg, s.actions, 8, o);
+      const go::policy::Decision d = go::policy::decode(g, s.pg, s.actions, 8, s.options);
       benchmark::DoNotOptimize(d.num_groups);
     } else if (what == 1) {
       go::Plan p = s.human;

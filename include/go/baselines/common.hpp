@@ -135,10 +135,8 @@ inline std::vector<std::vector<double>> op_times_per_device(const OpGraph& g, co
 
 // Simulates `plan` once and fills the result fields of `r` (valid, status, step_time, reason,
 // peak_memory).
-inline void evaluate_plan(const OpGraph& g, const Cluster& c, const Plan& plan, PlaceResult& r, const SimOptions& so = {}) {
-  Simulator sim(g, c, so);
-  SimWorkspace ws = sim.make_workspace();
-  const SimResult& s = sim.simulate(plan, ws);
+// The result's verdict, step time and memory from a simulation of its plan.
+inline void record_simulation(const OpGraph& g, const Cluster& c, const SimResult& s, PlaceResult& r) {
   r.valid = s.valid;
   r.status = s.status;
   r.step_time = s.step_time;
@@ -146,6 +144,12 @@ inline void evaluate_plan(const OpGraph& g, const Cluster& c, const Plan& plan, 
   r.problem_device = s.status == SimStatus::out_of_memory ? s.problem_device : -1;
   r.problem_bytes = s.status == SimStatus::out_of_memory ? s.problem_bytes : 0;
   r.reason = s.valid ? std::string() : sim_reason(s, g, c);
+}
+
+inline void evaluate_plan(const OpGraph& g, const Cluster& c, const Plan& plan, PlaceResult& r, const SimOptions& so = {}) {
+  Simulator sim(g, c, so);
+  SimWorkspace ws = sim.make_workspace();
+  record_simulation(g, c, sim.simulate(plan, ws), r);
 }
 
 }  // namespace go

@@ -215,7 +215,7 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
         if (f.fits()) {
           what += std::to_string(f.moves) + " op set(s) moved off the devices that overflow";
           r.plan = std::move(f.plan);
-          evaluate_plan(g, c, r.plan, r, opts.sim);
+          record_simulation(g, c, f.result, r);  // fit_memory's whole simulation of it, with opts.sim
         } else {
           what += "no plan found that fits; the plan is returned as it was";
         }
