@@ -794,8 +794,18 @@ TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
   CHECK(f.moves == 1);
   CHECK(f.simulations == 9);  // the plan, then 4 windows x 2 devices
   CHECK(!ws.stop_on_oom());   // the workspace's setting is given back
-  // the same plan, the same answer
+  // the same plan, the same answer; and with each round's trials on 1, 2 or 3 threads
   CHECK(go::fit_memory(sim, p, ws).plan.device == f.plan.device);
+  for (int threads : {1, 2, 3}) {
+    INFO(threads);
+    const go::MemoryFit t = go::fit_memory(sim, p, threads);
+    CHECK(t.plan.device == f.plan.device);
+    CHECK(t.plan.fusion == f.plan.fusion);
+    CHECK(t.result.step_time == f.result.step_time);
+    CHECK(t.result.peak_memory == f.result.peak_memory);
+    CHECK(t.simulations == f.simulations);
+    CHECK(t.moves == f.moves);
+  }
   // not worth fitting: a plan whose whole step is not below worth_below comes back after one simulation
   go::MemoryFitOptions slow;
   slow.worth_below = 6e-3;

@@ -824,6 +824,17 @@ TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by
   CHECK(w.answer_result().step_time > 1.1 * a.result.step_time);
 }
 
+// Three devices, links 0 <-> 2 and 2 <-> 1 at 10 GB/s, 0 <-> 1 at 1 GB/s, 100 us each.
+Cluster slow_link_mesh() {
+  DeviceSpec spec;
+  spec.name = "test";
+  spec.launch_overhead = 1e-5;
+  Cluster cl = Cluster::uniform("mesh3", spec, 3, 1e9, 1e-4);
+  for (auto [x, y] : {std::pair{0, 2}, std::pair{2, 0}, std::pair{1, 2}, std::pair{2, 1}})
+    cl.bandwidth[static_cast<std::size_t>(x * 3 + y)] = 10e9;
+  return cl;
+}
+
 // The anchor's last candidate (`relabel`): its devices relabelled for the links. A chain of six
 // 1 ms ops with 10 MB outputs on three devices, links 0 <-> 2 and 2 <-> 1 at 10 GB/s, 0 <-> 1 at
 // 1 GB/s (100 us each): human's blocks by depth put ops 0-1 on device 0, 2-3 on 1, 4-5 on 2, so the
@@ -831,12 +842,8 @@ TEST_CASE("Anchor: pipelined candidate where it is fastest (WaveNet), rebuilt by
 // ones: 6 + 1.1 + 1.1 = 8.2 ms.
 TEST_CASE("anchor: devices relabelled for the links", "[rl][anchor]") {
   const OpGraph g = matmul_chain(6, 10'000'000);
-  DeviceSpec spec;
-  spec.name = "test";
-  spec.launch_overhead = 1e-5;
-  Cluster cl = Cluster::uniform("mesh3", spec, 3, 1e9, 1e-4);
-  for (auto [x, y] : {std::pair{0, 2}, std::pair{2, 0}, std::pair{1, 2}, std::pair{2, 1}})
-    cl.bandwidth[static_cast<std::size_t>(x * 3 + y)] = 10e9;
+  const Cluster cl = slow_link_mesh();
+  const DeviceSpec spec = cl.spec(0);
   const Simulator sim(g, cl);
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
   const Anchor h = choose_anchor(g, pg, cl, sim, 4, true, "human");
@@ -864,6 +871,65 @@ TEST_CASE("anchor: devices relabelled for the links", "[rl][anchor]") {
   const Anchor u = choose_anchor(g, pg, same, ssim, 4, true, "human,relabel");
   CHECK(u.candidates == choose_anchor(g, pg, same, ssim, 4, true, "human").candidates);
   CHECK(!u.relabelled);
+}
+
+// zero_shot(): a greedy decision that is the anchor's actions (a fresh anchored policy's, with a
+// head start no draw overcomes) is the anchor's plan and simulation, not decoded and simulated
+// again; the samples are. Both with the anchor's devices as chosen and relabelled for the links
+// (the mesh of the test above), where the anchor's plan is the relabelled one.
+TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation", "[rl][anchor]") {
+  const Cluster mesh = slow_link_mesh();
+  for (const char* placements : {"human", "human,relabel"}) {
+    INFO(placements);
+    TrainConfig c = anchored_on_default(5, 50.f, 0);
+    c.anchor_placements = placements;
+    c.policy.max_devices = 3;
+    PpoTrainer t(c, {matmul_chain(6, 10'000'000)}, mesh);
+    REQUIRE(t.task(0).anchor_decision);
+    CHECK(t.task(0).anchor_decision->plan.device ==
+          (std::string(placements) == "human" ? std::vector<std::int32_t>{0, 0, 1, 1, 2, 2}
+                                              : std::vector<std::int32_t>{0, 0, 2, 2, 1, 1}));
+    const std::int64_t before = t.task(0).trace.samples();
+    const auto out = t.zero_shot(0, 4, Rng(7));
+    REQUIRE(out.size() == 5);
+    CHECK(t.task(0).trace.samples() == before + 4);  // the samples only
+    const auto [gp, gr] = t.greedy_plan(0);  // decoded and simulated
+    CHECK(out[0].first.device == gp.device);
+    CHECK(out[0].first.priority == gp.priority);
+    CHECK(out[0].first.fusion == gp.fusion);
+    CHECK(out[0].second.step_time == gr.step_time);
+    CHECK(out[0].second.step_time == t.task(0).anchor_step_time);
+    for (const auto& [p, r] : out) CHECK(r.step_time == Simulator(*t.task(0).graph, mesh).simulate(p).step_time);
+  }
+  {  // the shipped policy on Inception-v3 (2 GPUs) keeps the anchor's devices and fusion but moves
+     // 99 rows' priority levels: its greedy decision takes the anchor's devices and groups, and is
+     // what decoding it from scratch gives
+    const std::string path = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
+    auto pol = load_policy(path);
+    const TrainConfig fc = finetune_config(path, *pol, 0, 16, 0);
+    PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
+    REQUIRE(s.task(0).anchor_decision);
+    const std::int64_t before = s.task(0).trace.samples();
+    const auto out = s.zero_shot(0, 2, Rng(7));
+    CHECK(s.task(0).trace.samples() == before + 3);
+    const auto [gp, gr] = s.greedy_plan(0);
+    CHECK(gp.priority != s.task(0).anchor_decision->plan.priority);
+    CHECK(gp.device == s.task(0).anchor_decision->plan.device);
+    CHECK(gp.fusion == s.task(0).anchor_decision->plan.fusion);
+    CHECK(out[0].first.device == gp.device);
+    CHECK(out[0].first.priority == gp.priority);
+    CHECK(out[0].first.fusion == gp.fusion);
+    CHECK(out[0].second.step_time == gr.step_time);
+  }
+  // without an anchor every decision is decoded and simulated
+  TrainConfig free = tiny_config(5);
+  free.policy.max_devices = 3;
+  PpoTrainer u(free, {matmul_chain(6, 10'000'000)}, mesh);
+  CHECK(!u.task(0).anchor_decision);
+  const std::int64_t before = u.task(0).trace.samples();
+  const auto out = u.zero_shot(0, 4, Rng(7));
+  CHECK(u.task(0).trace.samples() == before + 5);
+  CHECK(out[0].first.device == u.greedy_plan(0).first.device);
 }
 
 // The anchor's `fit` candidate: a chain of six 1 ms matmuls holding 100 MB of parameters each (1 kB
@@ -1155,12 +1221,15 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   const std::int64_t before = 1 + place("best-heuristic", g, cl, o).simulations;
   const PlaceResult z = place("go-zero-shot", g, cl, o);
   REQUIRE(z.valid);
-  CHECK(z.simulations == before + 1 + 8);  // then greedy + 8 samples
+  // then the 8 samples: the greedy decision, the anchor's actions (the policy was trained one
+  // update from them), is the anchor's simulation
+  CHECK(z.simulations == before + 8);
   CHECK(check_plan(g, z.plan, 2).empty());
   CHECK(z.note.find("zero-shot greedy") != std::string::npos);
   GoPlaceReport rep;
   const Plan zp = go_place(g, cl, ck, 0, 8, 3, &rep);
   CHECK(rep.anchor_step_time > 0);
+  CHECK(rep.greedy_step_time == rep.anchor_step_time);
   CHECK(z.step_time ==
         std::min({rep.greedy_step_time, rep.sampled_step_time, rep.anchor_step_time, rep.faster_step_time}));
   CHECK(z.step_time <= rep.anchor_step_time);  // the anchor is a candidate
@@ -1168,7 +1237,7 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.finetune = 4;
   const PlaceResult f = place("go", g, cl, o);
   REQUIRE(f.valid);
-  CHECK(f.simulations == before + 1 + 8 + 4 * 6);
+  CHECK(f.simulations == before + 8 + 4 * 6);
   CHECK(f.note.find("fine-tuned 4 updates x 6 samples") != std::string::npos);
   CHECK(f.step_time <= z.step_time);            // the zero-shot plans are candidates too
   CHECK(f.step_time <= rep.anchor_step_time);   // and so is the anchor
@@ -1195,20 +1264,20 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   // go-one: a fresh network of the same architecture trained on this graph, as many updates as go
   const PlaceResult one = place("go-one", g, cl, o);
   REQUIRE(one.valid);
-  CHECK(one.simulations == before + 1 + 8 + 4 * 6);
+  CHECK(one.simulations == before + 8 + 4 * 6);
   CHECK(one.note.find("trained 4 updates") != std::string::npos);
   CHECK(one.step_time <= rep.anchor_step_time);  // it starts from the same anchor
   CHECK(one.note.find("untrained greedy") != std::string::npos);
   // a time limit covers the whole call: spent before fine-tuning starts, no update runs
   o.time_limit = 1e-9;
   const PlaceResult timed = place("go", g, cl, o);
-  CHECK(timed.simulations == before + 1 + 8);
+  CHECK(timed.simulations == before + 8);
   CHECK(timed.note.find("fine-tuned 0 updates") != std::string::npos);
   o.time_limit = 0;
   // without --finetune, GO gets the search baselines' simulator budget: budget / 6 updates
   o.finetune = -1;
   o.budget = 13;
-  CHECK(place("go", g, cl, o).simulations == before + 1 + 8 + 2 * 6);
+  CHECK(place("go", g, cl, o).simulations == before + 8 + 2 * 6);
   o.finetune = 4;
   // best-heuristic: the anchor plan on its own (or its candidate of another tie order, when faster)
   const PlaceResult bh = place("best-heuristic", g, cl, o);

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "go/core/parallel.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/zoo.hpp"
 #include "go/sim/cluster.hpp"
@@ -196,19 +197,51 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
   return out;
 }
 
+namespace detail {
+// fit_memory on a Simulator: the given plan simulated whole in `first`, then fitted with `all`.
+template <class SimulateAll>
+MemoryFit fit_memory_simulated(const Simulator& sim, Plan plan, SimWorkspace& first, SimulateAll&& all,
+                               const MemoryFitOptions& o) {
+  SimResult whole = sim.simulate(plan, first);
+  MemoryFit f = fit_memory(sim.graph(), sim.cluster(), std::move(plan), std::move(whole), all, o);
+  ++f.simulations;
+  return f;
+}
+}  // namespace detail
+
 // The same, simulated one plan after another in `ws` (whole: its stop-on-overflow is off meanwhile),
 // the given plan first (counted in MemoryFit::simulations).
 inline MemoryFit fit_memory(const Simulator& sim, Plan plan, SimWorkspace& ws, const MemoryFitOptions& o = {}) {
   const bool stop = ws.stop_on_oom();
   ws.set_stop_on_oom(false);
-  SimResult whole = sim.simulate(plan, ws);
-  MemoryFit f = fit_memory(sim.graph(), sim.cluster(), std::move(plan), std::move(whole),
-                           [&](std::span<const Plan> plans, std::span<SimResult> out) {
-                             for (std::size_t i = 0; i < plans.size(); ++i) out[i] = sim.simulate(plans[i], ws);
-                           }, o);
+  auto all = [&](std::span<const Plan> plans, std::span<SimResult> out) {
+    for (std::size_t i = 0; i < plans.size(); ++i) out[i] = sim.simulate(plans[i], ws);
+  };
+  MemoryFit f = detail::fit_memory_simulated(sim, std::move(plan), ws, all, o);
   ws.set_stop_on_oom(stop);
-  ++f.simulations;
   return f;
+}
+
+// The same with each round's trials simulated side by side on `threads` threads (0: the
+// hardware's), a workspace each: the result does not depend on the thread count (trials are taken
+// in their fixed order).
+inline MemoryFit fit_memory(const Simulator& sim, Plan plan, int threads, const MemoryFitOptions& o = {}) {
+  std::vector<SimWorkspace> ws;
+  ws.reserve(static_cast<std::size_t>(item_threads(threads, std::numeric_limits<std::size_t>::max())));  // never moved
+  auto workspaces = [&](std::size_t items) {
+    const int n = item_threads(threads, items);
+    while (ws.size() < static_cast<std::size_t>(n)) {
+      ws.push_back(sim.make_workspace());
+      ws.back().set_stop_on_oom(false);
+    }
+    return n;
+  };
+  auto all = [&](std::span<const Plan> plans, std::span<SimResult> out) {
+    parallel_items(0, plans.size(), workspaces(plans.size()), "fitting a plan to memory",
+                   [&](int tid, std::size_t i) { out[i] = sim.simulate(plans[i], ws[static_cast<std::size_t>(tid)]); });
+  };
+  workspaces(1);
+  return detail::fit_memory_simulated(sim, std::move(plan), ws[0], all, o);
 }
 
 }  // namespace go

@@ -151,9 +151,9 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // were made. The first plan that fits is returned, else the attempt whose worst device is least
 // over its capacity. On a single device there is nothing to adjust: no re-runs.
 // With PlaceOptions::fit_memory, a plan still out of memory on more than one device then goes
-// through fit_memory(): the fitted plan is returned where one fits (its simulations count in
-// optimize_seconds and simulations, the note says how many op sets moved), else the plan as it was,
-// the note saying that none fits.
+// through fit_memory(), its trials on the hardware's threads: the fitted plan is returned where one
+// fits (its simulations count in optimize_seconds and simulations, the note says how many op sets
+// moved), else the plan as it was, the note saying that none fits.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
   // SimOptions::cost = roofline: the methods' own cost estimates (op_times, anchors, features) see
   // the graph without measured times too, as the simulator does.
@@ -207,8 +207,7 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
       if (opts.fit_memory && r.status == SimStatus::out_of_memory && c.num_devices() > 1) {
         const auto t1 = std::chrono::steady_clock::now();
         const Simulator sim(g, c, opts.sim);
-        SimWorkspace ws = sim.make_workspace();
-        MemoryFit f = fit_memory(sim, r.plan, ws);
+        MemoryFit f = fit_memory(sim, r.plan, 0);  // the trials on the hardware's threads
         r.simulations += f.simulations;
         r.optimize_seconds += detail::base::seconds_since(t1);
         std::string what = "fitted to memory: ";

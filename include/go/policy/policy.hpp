@@ -32,6 +32,7 @@
 // three conditional entropies. forward_many() gives several outputs from one shared pass, and
 // backward_many() back-propagates a loss over several given decisions (PPO's minibatches).
 // The bodies are compiled once into libgo (src/policy/policy.cpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,17 @@ struct Actions {
   std::int64_t size() const { return device.defined() ? device.numel() : 0; }
   Actions clone() const { return {device.clone(), priority.clone(), fuse.clone()}; }
 };
+
+// Whether a and b are the same decision: every task's action equal on every row.
+inline bool same_actions(const Actions& a, const Actions& b) {
+  auto same = [](const Tensor& x, const Tensor& y) {
+    if (x.defined() != y.defined()) return false;
+    if (!x.defined()) return true;
+    if (x.numel() != y.numel() || x.dtype() != DType::i32 || y.dtype() != DType::i32) return false;
+    return std::equal(x.data<std::int32_t>(), x.data<std::int32_t>() + x.numel(), y.data<std::int32_t>());
+  };
+  return same(a.device, b.device) && same(a.priority, b.priority) && same(a.fuse, b.fuse);
+}
 
 struct PolicyOutput {
   Variable device_logits;    // [n, D]

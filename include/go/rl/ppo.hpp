@@ -77,6 +77,7 @@
 #include "go/autograd/autograd.hpp"
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/core/parallel.hpp"
 #include "go/core/rng.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/training.hpp"
@@ -90,7 +91,6 @@
 #include "go/policy/to_plan.hpp"
 #include "go/rl/config.hpp"
 #include "go/rl/distributed.hpp"
-#include "go/rl/parallel.hpp"
 #include "go/sim/cluster.hpp"
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
@@ -125,6 +125,18 @@ struct GraphTask {
   std::string anchor;                  // the anchor plan's heuristics ("" without an anchor)
   double anchor_step_time = kInf;      // its step time (+inf: out of memory)
   std::optional<Anchor::Faster> anchor_faster;  // Anchor::faster: an answer, never a starting point
+  // The anchor's actions, how they decode (tie order, join), its plan and its whole simulation,
+  // when it fits: zero_shot() takes them for a greedy decision of the same actions instead of
+  // decoding and simulating the anchor again (a fresh anchored policy's greedy decision is it), and
+  // the plan's devices and fusion groups for one of the same device and fusion actions.
+  struct Decided {
+    policy::Actions actions;
+    policy::TieOrder ties = policy::TieOrder::program;
+    policy::FusionJoin join = policy::FusionJoin::all;
+    Plan plan;
+    SimResult result;
+  };
+  std::optional<Decided> anchor_decision;
   // Every simulation of this graph's plans, in order: the anchor's candidates, the reference's (a
   // sample, never an answer), zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
   BestTrace trace;
@@ -372,10 +384,11 @@ class PpoTrainer {
     if (wsv.empty()) wsv.push_back(t.sim->make_workspace());
     return wsv[0];
   }
-  Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
+  // `same_placement` (optional): a decision of the same device and fusion actions (policy::decode).
+  Plan plan_of(const GraphTask& t, const policy::Actions& a, const policy::Decision* same_placement = nullptr) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
-    return policy::to_plan(policy::decode(*t.graph, t.pg, a, t.sim->cluster().num_devices(), o));
+    return policy::to_plan(policy::decode(*t.graph, t.pg, a, t.sim->cluster().num_devices(), o, same_placement));
   }
 
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
@@ -393,6 +406,8 @@ class PpoTrainer {
       t.best_step_time = a.result.step_time;
       t.best_plan = a.plan;
       t.best_update = 0;
+      if (std::isfinite(a.result.step_time))
+        t.anchor_decision = GraphTask::Decided{a.actions, a.ties, a.join(), a.plan, a.result};
     }
   }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Work shared out over a few threads, in a fixed item order, for the loops whose results are
 // combined afterwards in that order (so they do not depend on the thread count): the simulations
-// of PPO's samples and of the anchor's candidates.
+// of PPO's samples, of the anchor's candidates and of the trials that fit a plan to memory.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -13,7 +13,7 @@
 
 #include "go/core/error.hpp"
 
-namespace go::rl {
+namespace go {
 
 // Runs fn(thread, j) for j in [begin, end) on `threads` threads (the calling one included), items
 // handed out in order; the first error of any thread is rethrown as "<what>: <message>".
@@ -45,4 +45,4 @@ inline int item_threads(int threads, std::size_t items) {
   return static_cast<int>(std::max<std::size_t>(1, std::min(want, items)));
 }
 
-}  // namespace go::rl
+}  // namespace go
