@@ -60,8 +60,9 @@ struct GoPlaceReport {
   double faster_step_time = kNoTime;     // (Anchor::faster; "" and kNoTime when there is none)
   std::int64_t updates = 0;
   // Every simulation made, in order (go/baselines/best_trace.hpp): the anchor's candidates, the
-  // reward reference's, the zero-shot plans, the fine-tuning samples. Its best is the answer's step
-  // time, its seconds count from the start of go_place.
+  // reward reference's, the zero-shot plans (the greedy one only where it is not the anchor, whose
+  // simulation it takes), the fine-tuning samples. Its best is the answer's step time, its seconds
+  // count from the start of go_place.
   std::int64_t simulations = 0;
   std::vector<TracePoint> trace;
 };

@@ -138,7 +138,8 @@ struct GraphTask {
   };
   std::optional<Decided> anchor_decision;
   // Every simulation of this graph's plans, in order: the anchor's candidates, the reference's (a
-  // sample, never an answer), zero_shot()'s and update()'s samples (greedy_plan() is not recorded).
+  // sample, never an answer), zero_shot()'s decisions (its greedy one only where that is not the
+  // anchor's, anchor_decision) and update()'s samples (greedy_plan() is not recorded).
   BestTrace trace;
   std::vector<std::vector<SimWorkspace>> workspaces;  // per thread (internal)
   // Rows in depth_first_topo_order, the order of annealing's device moves (go/baselines/search.hpp):
@@ -298,7 +299,8 @@ class PpoTrainer {
   // Zero-shot decisions for graph i: [0] the greedy one, [1 + k] the one sampled with base.fork(k),
   // k < samples; decoded and simulated on the config's threads (the results do not depend on them).
   // With chain "hidden" all of them come from one policy pass.
-  // They are recorded in the task's trace in that order.
+  // They are recorded in the task's trace in that order, but for a greedy decision that is the
+  // anchor's actions: that is the anchor's plan and simulation (GraphTask::anchor_decision).
   std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base);
 
   // One PPO update.
