@@ -902,8 +902,8 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     for (const auto& [p, r] : out) CHECK(r.step_time == Simulator(*t.task(0).graph, mesh).simulate(p).step_time);
   }
   {  // the shipped policy on Inception-v3 (2 GPUs) keeps the anchor's devices and fusion but moves
-     // 99 rows' priority levels: its greedy decision takes the anchor's devices and groups, and is
-     // what decoding it from scratch gives
+     // 99 rows' priority levels: its greedy decision takes the anchor's devices and groups (plan_of),
+     // and is what decoding it from scratch gives
     const std::string path = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
     auto pol = load_policy(path);
     const TrainConfig fc = finetune_config(path, *pol, 0, 16, 0);
@@ -912,7 +912,13 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     const std::int64_t before = s.task(0).trace.samples();
     const auto out = s.zero_shot(0, 2, Rng(7));
     CHECK(s.task(0).trace.samples() == before + 3);
-    const auto [gp, gr] = s.greedy_plan(0);
+    policy::Actions greedy;
+    {
+      NoGradGuard ng;
+      greedy = s.policy()->forward(s.task(0).pg, 2, policy::Decode::greedy).actions;
+    }
+    const Plan gp = policy::to_plan(policy::decode(*s.task(0).graph, s.task(0).pg, greedy, 2));  // from scratch
+    const SimResult gr = s.task(0).sim->simulate(gp);
     CHECK(gp.priority != s.task(0).anchor_decision->plan.priority);
     CHECK(gp.device == s.task(0).anchor_decision->plan.device);
     CHECK(gp.fusion == s.task(0).anchor_decision->plan.fusion);

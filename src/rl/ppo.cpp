@@ -97,29 +97,17 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
   }
   std::vector<std::pair<Plan, SimResult>> out(decisions.size());
   // The greedy decision is the anchor's actions unless pre-training taught the policy otherwise:
-  // then it is the anchor, decoded and simulated when the trainer was built. Where only its
-  // priorities differ (the shipped policy's on gnmt8 at 121 steps), it takes the anchor's devices
-  // and fusion groups, the costly part of decoding (go/policy/decode.hpp, `same_placement`).
-  const GraphTask::Decided* anchor =
-      t.anchor_decision && t.anchor_decision->join == t.pg.join ? &*t.anchor_decision : nullptr;
-  const policy::Actions& greedy = decisions[0];
-  const bool same_placement = anchor && policy::same_actions({greedy.device, {}, greedy.fuse},
-                                                             {anchor->actions.device, {}, anchor->actions.fuse});
-  const bool greedy_is_anchor = same_placement && anchor->ties == t.pg.ties &&
-                                policy::same_actions({{}, greedy.priority, {}}, {{}, anchor->actions.priority, {}});
+  // then it is the anchor, decoded and simulated when the trainer was built. (Where only its
+  // priorities differ, plan_of takes the anchor's devices and fusion groups.)
+  const GraphTask::Decided* anchor = t.anchor_decision ? &*t.anchor_decision : nullptr;
+  const bool greedy_is_anchor = anchor && anchor->ties == t.pg.ties && anchor->join == t.pg.join &&
+                                policy::same_actions(decisions[0], anchor->actions);
   if (greedy_is_anchor) out[0] = {anchor->plan, anchor->result};
-  std::optional<policy::Decision> placed;
-  if (same_placement && !greedy_is_anchor) {
-    placed.emplace();
-    placed->device = anchor->plan.device;
-    placed->fusion_group = anchor->plan.fusion;
-    placed->num_devices = D;
-  }
   const std::size_t first = greedy_is_anchor ? 1 : 0;
   const int nthreads = item_threads(cfg_.threads, out.size() - first);
   reserve_workspaces(t, nthreads);
   parallel_items(first, out.size(), nthreads, "go: simulation failed", [&](int tid, std::size_t j) {
-    out[j].first = plan_of(t, decisions[j], j == 0 && placed ? &*placed : nullptr);
+    out[j].first = plan_of(t, decisions[j]);
     out[j].second = t.sim->simulate(out[j].first, workspace_of(t, tid));
   });
   const double done = t.trace.seconds();

@@ -133,9 +133,7 @@ inline std::vector<std::vector<double>> op_times_per_device(const OpGraph& g, co
 
 }  // namespace detail::base
 
-// Simulates `plan` once and fills the result fields of `r` (valid, status, step_time, reason,
-// peak_memory).
-// The result's verdict, step time and memory from a simulation of its plan.
+// The result fields of `r` (valid, status, step_time, reason, peak_memory) from a simulation of its plan.
 inline void record_simulation(const OpGraph& g, const Cluster& c, const SimResult& s, PlaceResult& r) {
   r.valid = s.valid;
   r.status = s.status;
@@ -146,6 +144,7 @@ inline void record_simulation(const OpGraph& g, const Cluster& c, const SimResul
   r.reason = s.valid ? std::string() : sim_reason(s, g, c);
 }
 
+// Simulates `plan` once and records it in `r` (record_simulation).
 inline void evaluate_plan(const OpGraph& g, const Cluster& c, const Plan& plan, PlaceResult& r, const SimOptions& so = {}) {
   Simulator sim(g, c, so);
   SimWorkspace ws = sim.make_workspace();

@@ -60,15 +60,17 @@ struct Actions {
   Actions clone() const { return {device.clone(), priority.clone(), fuse.clone()}; }
 };
 
+// Whether two tasks' actions are the same on every row (i32 tensors; two undefined ones are).
+inline bool same_task_actions(const Tensor& x, const Tensor& y) {
+  if (x.defined() != y.defined()) return false;
+  if (!x.defined()) return true;
+  if (x.numel() != y.numel() || x.dtype() != DType::i32 || y.dtype() != DType::i32) return false;
+  return std::equal(x.data<std::int32_t>(), x.data<std::int32_t>() + x.numel(), y.data<std::int32_t>());
+}
 // Whether a and b are the same decision: every task's action equal on every row.
 inline bool same_actions(const Actions& a, const Actions& b) {
-  auto same = [](const Tensor& x, const Tensor& y) {
-    if (x.defined() != y.defined()) return false;
-    if (!x.defined()) return true;
-    if (x.numel() != y.numel() || x.dtype() != DType::i32 || y.dtype() != DType::i32) return false;
-    return std::equal(x.data<std::int32_t>(), x.data<std::int32_t>() + x.numel(), y.data<std::int32_t>());
-  };
-  return same(a.device, b.device) && same(a.priority, b.priority) && same(a.fuse, b.fuse);
+  return same_task_actions(a.device, b.device) && same_task_actions(a.priority, b.priority) &&
+         same_task_actions(a.fuse, b.fuse);
 }
 
 struct PolicyOutput {
