@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -221,12 +222,17 @@ void BM_sim_80k_threads(benchmark::State& state) {
 }
 BENCHMARK(BM_sim_80k_threads)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// Zoo training graphs (zoo.hpp) with the zoo's human-expert placement on 8 V100s and on one device.
-void BM_sim_zoo(benchmark::State& state, const char* name, bool human) {
+// A zoo workload's training graph, built once per process.
+const go::OpGraph& zoo_training_graph(const char* name) {
   static std::unordered_map<std::string, std::unique_ptr<go::OpGraph>> graphs;
   auto& gp = graphs[name];
   if (!gp) gp = std::make_unique<go::OpGraph>(go::make_training_graph(go::load_graph(std::string("zoo:") + name)));
-  const go::OpGraph& g = *gp;
+  return *gp;
+}
+
+// Zoo training graphs (zoo.hpp) with the zoo's human-expert placement on 8 V100s and on one device.
+void BM_sim_zoo(benchmark::State& state, const char* name, bool human) {
+  const go::OpGraph& g = zoo_training_graph(name);
   go::Cluster c = go::cluster_preset("v100x8");
   for (auto& d : c.devices) d.spec.memory_bytes = 1LL << 40;
   go::Simulator sim(g, c);
@@ -251,6 +257,60 @@ BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_one_device, "wavenet4", false)->Unit(benc
 BENCHMARK_CAPTURE(BM_sim_zoo, wavenet4_human8, "wavenet4", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_sim_zoo, transformer_xl8_human8, "transformer_xl8", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_sim_zoo, gnmt8_human8, "gnmt8", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_zoo, gnmt8_seq121_one_device, "gnmt8:seq=121", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_zoo, gnmt8_seq121_human8, "gnmt8:seq=121", true)->Unit(benchmark::kMillisecond);
+
+// The event loop's prefetches (SimWorkspace::set_prefetch) on and off with one simulator and one
+// workspace, alternating every simulation so that both see the same machine and caches: zoo training
+// graphs from 12,808 ops (gnmt2, ~2 MB of loop arrays, below the automatic threshold) to 80,588
+// (gnmt8 at 121 steps, issue 19's graph), each with three plans: one device; human's devices;
+// human's devices with XLA-like fusion and random priority levels (seed 1), the shape of GO's
+// anchor and samples. Memory is unbounded (human overflows a V100 on the largest). Counters: ms per
+// simulation without and with, and their ratio.
+void BM_sim_prefetch(benchmark::State& state, const char* name) {
+  const go::OpGraph& g = zoo_training_graph(name);
+  go::Cluster c = go::cluster_preset("v100x8");
+  for (auto& d : c.devices) d.spec.memory_bytes = 1LL << 40;
+  const go::Simulator sim(g, c);
+  go::Plan p = go::Plan::single_device(g.num_ops(), 0);
+  const auto what = state.range(0);
+  if (what >= 1) {
+    p.device = go::zoo_human_placement(g, 8);
+    go::colocate(g, p);
+  }
+  if (what == 2) {
+    go::apply_xla_fusion(g, p);
+    std::mt19937 rng(1);
+    p.priority.resize(p.device.size());
+    for (auto& x : p.priority) x = static_cast<float>(rng() % 8);
+  }
+  go::SimWorkspace ws = sim.make_workspace();
+  double t_on = 0, t_off = 0;
+  using clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    ws.set_prefetch(go::SimPrefetch::never);
+    const auto a = clock::now();
+    benchmark::DoNotOptimize(sim.simulate(p, ws).step_time);
+    const auto b = clock::now();
+    ws.set_prefetch(go::SimPrefetch::always);
+    benchmark::DoNotOptimize(sim.simulate(p, ws).step_time);
+    const auto e = clock::now();
+    t_off += std::chrono::duration<double>(b - a).count();
+    t_on += std::chrono::duration<double>(e - b).count();
+  }
+  const double k = static_cast<double>(state.iterations());
+  state.SetLabel(std::string(what == 0 ? "one device" : what == 1 ? "human" : "human + xla + priorities") +
+                 (sim.prefetches() ? ", prefetches by default" : ", not by default"));
+  state.counters["ops"] = g.num_ops();
+  state.counters["off_ms"] = t_off / k * 1e3;
+  state.counters["on_ms"] = t_on / k * 1e3;
+  state.counters["on_per_off"] = t_on / t_off;
+}
+BENCHMARK_CAPTURE(BM_sim_prefetch, gnmt2, "gnmt2")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_prefetch, wavenet2, "wavenet2")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_prefetch, gnmt4, "gnmt4")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_prefetch, transformer_xl8, "transformer_xl8")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_sim_prefetch, gnmt8_seq121, "gnmt8:seq=121")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 // Decoding actions into a plan on the 80,588-op training graph (zoo:gnmt8:seq=121): human's devices
 // and "fuse into producers" on every op, as GO's XLA-fused anchor and its samples are decoded

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "go/sim/sim.hpp"
+#include "sim_same.hpp"
 
 namespace {
 
@@ -167,26 +168,9 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
     sim.simulate(p, fresh);
     const go::SimResult& got = sim.simulate(p, ws);
     INFO("rep " << rep << " mode " << mode);
-    REQUIRE(got.valid == expect.valid);
-    REQUIRE(got.status == expect.status);
+    go::test::check_same_simulation(got, ws, expect, fresh, n);
     if (!p.fusion.empty()) ++(got.valid ? fused_valid : fused_invalid);
     illegal += got.status == go::SimStatus::fusion_illegal;
-    CHECK(got.step_time == expect.step_time);
-    CHECK(got.peak_memory == expect.peak_memory);
-    CHECK(got.busy_time == expect.busy_time);
-    CHECK(got.transfers == expect.transfers);
-    CHECK(got.transfer_bytes == expect.transfer_bytes);
-    CHECK(got.kernel_launches == expect.kernel_launches);
-    CHECK(got.units == expect.units);
-    CHECK(got.problem_op == expect.problem_op);
-    CHECK(got.problem_op2 == expect.problem_op2);
-    CHECK(got.problem_group == expect.problem_group);
-    CHECK(got.problem_group2 == expect.problem_group2);
-    for (go::OpId v = 0; v < n; ++v) {
-      CHECK(ws.unit_of(v) == fresh.unit_of(v));
-      CHECK(ws.start_time(v) == fresh.start_time(v));
-      CHECK(ws.finish_time(v) == fresh.finish_time(v));
-    }
   }
   CHECK(fused_valid > 20);
   CHECK(fused_invalid > 20);

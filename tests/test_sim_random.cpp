@@ -23,6 +23,12 @@
 #include "go/graph/fusion_rules.hpp"
 #include "go/sim/bound.hpp"
 #include "go/sim/sim.hpp"
+#include "go/baselines/fusion.hpp"
+#include "go/baselines/human.hpp"
+#include "go/graph/load.hpp"
+#include "go/graph/training.hpp"
+#include "go/graph/zoo.hpp"
+#include "sim_same.hpp"
 
 namespace {
 
@@ -537,6 +543,57 @@ TEST_CASE("random DAGs and plans: simulator == reference, invariants hold", "[si
   CHECK(prio_plans > 1000);
   CHECK(oom_plans > 50);
   CHECK(total == 9000);
+}
+
+TEST_CASE("prefetching changes no result", "[sim][random]") {
+  // The same plans with and without the event loop's prefetches: every output bit for bit, on
+  // random DAGs (fused, prioritized, out of memory) and on a zoo graph large enough to prefetch by
+  // default (gnmt8's training graph, 42,683 ops), whose fused and prioritized plans exercise the
+  // group members' prefetches.
+  auto same = [](const go::Simulator& sim, const go::Plan& p, go::SimPrefetch with) {
+    go::SimWorkspace wa = sim.make_workspace(), wb = sim.make_workspace();
+    wa.set_prefetch(with);
+    wb.set_prefetch(go::SimPrefetch::never);
+    wa.set_record_memory(true);
+    wb.set_record_memory(true);
+    go::test::check_same_simulation(sim.simulate(p, wa), wa, sim.simulate(p, wb), wb, sim.num_ops());
+    CHECK(wa.memory_events().size() == wb.memory_events().size());
+    CHECK(wa.transfers().size() == wb.transfers().size());
+  };
+  std::mt19937 rng(2468);
+  for (int iter = 0; iter < 300; ++iter) {
+    const int n = 2 + static_cast<int>(rng() % 60), nd = 1 + static_cast<int>(rng() % 4);
+    const go::OpGraph g = random_graph(rng, n, iter % 4 == 3);
+    const go::Cluster c = random_cluster(rng, nd, iter % 5 == 4);
+    go::SimOptions so;
+    so.check_fusion_rules = false;
+    const go::Simulator sim(g, c, so);
+    CHECK_FALSE(sim.prefetches());  // small: not by default
+    go::Plan p;
+    p.device.resize(static_cast<std::size_t>(n));
+    for (auto& d : p.device) d = static_cast<std::int32_t>(rng() % static_cast<unsigned>(nd));
+    if (rng() % 2 == 0) {
+      p.priority.resize(static_cast<std::size_t>(n));
+      for (auto& x : p.priority) x = static_cast<float>(rng() % 1000) / 10.0f;
+    }
+    if (rng() % 2 == 0) random_fusion(rng, g, p);
+    INFO("iter " << iter);
+    same(sim, p, go::SimPrefetch::always);
+  }
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:gnmt8"));
+  const go::Cluster c = go::cluster_preset("v100x8");
+  const go::Simulator sim(g, c);
+  CHECK(sim.prefetches());  // ~7 MB of loop arrays
+  const go::OpGraph small = go::make_training_graph(go::load_graph("zoo:gnmt2"));
+  CHECK_FALSE(go::Simulator(small, c).prefetches());  // ~2 MB
+  go::Plan p;
+  p.device = go::zoo_human_placement(g, 8);
+  go::colocate(g, p);
+  same(sim, p, go::SimPrefetch::automatic);
+  go::apply_xla_fusion(g, p);
+  p.priority.resize(p.device.size());
+  for (std::size_t i = 0; i < p.priority.size(); ++i) p.priority[i] = static_cast<float>(rng() % 8);
+  same(sim, p, go::SimPrefetch::automatic);
 }
 
 TEST_CASE("random non-convex or illegal fusion is caught, with the reason check_plan gives", "[sim][random]") {

@@ -16,6 +16,15 @@
 // stay in L1), leaders, members and costs are built per plan and undone at the next one, while lone
 // ops use the unfused data. Events that leave no device to dispatch are handled back to back,
 // without a round of the main loop.
+// Memory: on a large graph the per-op, per-edge and per-tensor arrays (~13 MB at 80,000 ops) do not
+// stay in cache, and ops run far from each other in OpId order (a zoo graph's execution order
+// jumps ~1,500 ids per op), so a simulation waits mostly on loads. What a unit will read is
+// prefetched in stages along its way through the queues: its record and edge offsets when it
+// becomes ready, its edges when it reaches the head of its device's queue, and its neighbours'
+// entries (devices, reference counts, pending counts) when it starts, well before it finishes;
+// the per-plan pass over the groups' members prefetches a few members ahead. Prefetches change no
+// result; by default they are made only where those arrays outgrow the cache (Simulator::prefetch_,
+// set in simulator.cpp; SimWorkspace::set_prefetch): bench/README "Prefetching in the event loop".
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +43,12 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define GO_SIM_INLINE __attribute__((always_inline))
+#define GO_SIM_PREFETCH(p) __builtin_prefetch(p)
+#define GO_SIM_PREFETCH_W(p) __builtin_prefetch(p, 1)
 #else
 #define GO_SIM_INLINE
+#define GO_SIM_PREFETCH(p) ((void)(p))
+#define GO_SIM_PREFETCH_W(p) ((void)(p))
 #endif
 
 namespace go {
@@ -133,6 +146,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
   // Every unit that becomes ready runs, so start/finish of the units are overwritten, except when
   // the simulation stops at an out-of-memory (marked here) or fusion deadlocks (marked at the end).
   const bool stop_on_oom = options_.stop_on_oom || ws.stop_on_oom_;
+  const bool pf = ws.prefetch_ == SimPrefetch::automatic ? prefetch_ : ws.prefetch_ == SimPrefetch::always;
   if (stop_on_oom) {
     std::fill(ws.times_.begin(), ws.times_.end(), -1.0);
   }
@@ -233,6 +247,49 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     UnitStart* gst = ws.gstart_.data();
     std::int64_t* grel = ws.grelease_.data();
     float* gpr = ws.gprio_.data();
+    // Members further on in the flat list (the next groups' too): the records and edge offsets of
+    // the one 2 * kAhead on, the edges of the one kAhead on (its offsets fetched by then), and the
+    // leaders, stamps and sizes that the member after next reads (its edges fetched by then).
+    constexpr std::int32_t kAhead = 4;
+    const std::int32_t nmembers = goff[ngroups];
+    auto prefetch_member = [&](std::int32_t k, std::size_t kind) GO_SIM_INLINE {
+      if (k + 4 * kAhead < nmembers) {
+        const std::int32_t f = mlist[k + 4 * kAhead];
+        const std::size_t kf = kind * n + static_cast<std::size_t>(f);
+        GO_SIM_PREFETCH(in_off + f);
+        GO_SIM_PREFETCH(out_off + f);
+        GO_SIM_PREFETCH(ubits_.data() + f);
+        GO_SIM_PREFETCH(param_.data() + f);
+        GO_SIM_PREFETCH(temp_.data() + f);
+        GO_SIM_PREFETCH(sink_.data() + f);
+        GO_SIM_PREFETCH(traffic_.data() + f);
+        GO_SIM_PREFETCH(compute_.data() + kf);
+        GO_SIM_PREFETCH(cap_.data() + kf);
+        GO_SIM_PREFETCH(extra_.data() + kf);
+      }
+      if (k + 2 * kAhead < nmembers) {
+        const std::int32_t f = mlist[k + 2 * kAhead];
+        GO_SIM_PREFETCH(in_src + in_off[f]);
+        GO_SIM_PREFETCH(in_tensor + in_off[f]);
+        GO_SIM_PREFETCH(out_dst + out_off[f]);
+        GO_SIM_PREFETCH(out_tensor + out_off[f]);
+      }
+      const std::int32_t f = mlist[k + kAhead];
+      for (std::int32_t e = in_off[f]; e < in_off[f + 1]; ++e) {
+        GO_SIM_PREFETCH(leader + in_src[e]);
+        if (const std::int32_t t = in_tensor[e]; t >= 0) {
+          GO_SIM_PREFETCH(stamp + t);
+          GO_SIM_PREFETCH(tbytes + t);
+        }
+      }
+      for (std::int32_t e = out_off[f]; e < out_off[f + 1]; ++e) {
+        GO_SIM_PREFETCH(leader + out_dst[e]);
+        if (const std::int32_t t = out_tensor[e]; t >= 0) {
+          GO_SIM_PREFETCH(stamp + t);
+          GO_SIM_PREFETCH(tbytes + t);
+        }
+      }
+    };
     for (std::int32_t g = 0; g < ngroups; ++g) {
       const std::int32_t L = glead[g];
       const std::int32_t mb = goff[g], me = goff[g + 1];
@@ -263,6 +320,7 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
           const std::int32_t v = mlist[k];
           const std::uint8_t b = ubits_[v];
           if (has_mlib_ && ((b & kUnitMeasuredLib) != 0) != (pass == 0)) continue;
+          if (pf && pass == 1 && k + kAhead < nmembers) prefetch_member(k, kind);
           for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
             if (leader[in_src[e]] == L) continue;
             ++pend;
@@ -438,8 +496,38 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
       dirty[ndirty++] = d;
     }
   };
+  // The ops of unit L: its group's members, or L alone.
+  auto for_members = [&](std::int32_t L, auto&& f) GO_SIM_INLINE {
+    if constexpr (kFused) {
+      const std::int32_t g = group_of(L);
+      if (g >= 0) {
+        for (std::int32_t k = gmem_off[g]; k < gmem_off[g + 1]; ++k) f(gmem_list[k]);
+        return;
+      }
+    }
+    f(L);
+  };
+  // Prefetch stage 2 (stage 1 is in push_ready, stage 3 in start_unit): the edges of unit L, which
+  // has reached the head of its device's queue.
+  auto prefetch_edges = [&](std::int32_t L) GO_SIM_INLINE {
+    for_members(L, [&](std::int32_t v) GO_SIM_INLINE {
+      GO_SIM_PREFETCH(in_src + in_off[v]);
+      GO_SIM_PREFETCH(in_tensor + in_off[v]);
+      GO_SIM_PREFETCH(out_dst + out_off[v]);
+      GO_SIM_PREFETCH(out_tensor + out_off[v]);
+    });
+  };
   auto push_ready = [&](std::int32_t L) GO_SIM_INLINE {
     const std::int32_t d = dev[L];
+    if (pf) {
+      GO_SIM_PREFETCH(ustart + static_cast<std::size_t>(dev_kind[d]) * n + static_cast<std::size_t>(L));
+      GO_SIM_PREFETCH(release_b + L);
+      GO_SIM_PREFETCH_W(times + 2 * L);
+      for_members(L, [&](std::int32_t v) GO_SIM_INLINE {
+        GO_SIM_PREFETCH(in_off + v);
+        GO_SIM_PREFETCH(out_off + v);
+      });
+    }
     if (cur_unit[d] < 0) mark_dirty(d);
     if constexpr (kPrio) {
       float p = prio[L];
@@ -488,12 +576,29 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     src_tail[s] = id;
     return id;
   };
+  // Prefetch stage 3: what finishing op v reads of its inputs' and outputs' ops and tensors.
+  auto prefetch_neighbours = [&](std::int32_t v) GO_SIM_INLINE {
+    for (std::int32_t e = in_off[v]; e < in_off[v + 1]; ++e) {
+      GO_SIM_PREFETCH(dev + in_src[e]);
+      if (const std::int32_t t = in_tensor[e]; t >= 0) {
+        GO_SIM_PREFETCH_W(refs + t);
+        GO_SIM_PREFETCH(tbytes + t);
+      }
+    }
+    for (std::int32_t e = out_off[v]; e < out_off[v + 1]; ++e) {
+      const std::int32_t w = out_dst[e];
+      GO_SIM_PREFETCH(dev + w);
+      GO_SIM_PREFETCH_W(pending + w);
+      if (const std::int32_t t = out_tensor[e]; t >= 0) GO_SIM_PREFETCH(trun_end + t);
+    }
+  };
   auto start_unit = [&](std::int32_t L, std::int32_t d) GO_SIM_INLINE {
     const UnitStart* us = ustart + static_cast<std::size_t>(dev_kind[d]) * n + static_cast<std::size_t>(L);
     if constexpr (kFused) {
       const std::int32_t g = group_of(L);
       if (g >= 0) us = gstart + g;
     }
+    if (pf) for_members(L, prefetch_neighbours);
     const double dur = us->cost;
     alloc(d, us->alloc, L);
     launches += us->kernel;
@@ -645,11 +750,13 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
         QItem* b = qbuf + qbeg[di];
         L = b[0].unit;
         detail::sim_heap_pop(b, qs--, q_less);
+        if (pf && qs > 0) prefetch_edges(b[0].unit);
       } else {
         L = qhead[di];
         if (L < 0) continue;
         qhead[di] = qnext[L];
         if (qhead[di] < 0) qtail[di] = -1;
+        else if (pf) prefetch_edges(qhead[di]);
       }
       start_unit(L, di);
     }

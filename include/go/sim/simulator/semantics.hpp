@@ -110,6 +110,9 @@ class Simulator {
   const SimOptions& options() const { return options_; }
   std::int32_t num_ops() const { return n_; }
   std::int32_t num_devices() const { return ndev_; }
+  // Whether simulations prefetch by default (SimWorkspace::set_prefetch): where the event loop's
+  // arrays outgrow the cache.
+  bool prefetches() const { return prefetch_; }
 
   // Seconds op `op` takes unfused on device `device`.
   double op_cost(OpId op, std::int32_t device) const {
@@ -154,6 +157,7 @@ class Simulator {
   static constexpr std::uint8_t kUnitKernel = 1, kUnitRoof = 2, kUnitMeasuredLoop = 4, kUnitMeasuredLib = 8;
   std::vector<std::uint8_t> ubits_;
   bool has_mlib_ = false;                       // some op is a measured library kernel (kUnitMeasuredLib)
+  bool prefetch_ = false;                       // the event loop prefetches (src/sim/event_loop.cpp)
   std::vector<double> traffic_;
   std::vector<std::int64_t> alloc_, temp_, param_, sink_;
   std::vector<SimWorkspace::UnitStart> ustart_;  // [kind * n + op]: an unfused op's start

@@ -15,6 +15,11 @@ namespace go {
 
 class Simulator;
 
+// Whether the event loop prefetches what its units will read (src/sim/event_loop.cpp): by default
+// where the graph's arrays outgrow the cache (Simulator::prefetches()), always or never. It changes
+// only the time a simulation takes, never its result.
+enum class SimPrefetch : std::uint8_t { automatic, always, never };
+
 namespace detail {
 
 // Cache-line-aligned storage (a TransferRecord then sits in one line instead of straddling two).
@@ -57,6 +62,8 @@ class SimWorkspace {
   // time of one that does, which stopping does not change).
   void set_stop_on_oom(bool on) { stop_on_oom_ = on; }
   bool stop_on_oom() const { return stop_on_oom_; }
+  // Prefetching in simulations with this workspace (SimPrefetch; automatic by default).
+  void set_prefetch(SimPrefetch p) { prefetch_ = p; }
 
  private:
   friend class Simulator;
@@ -89,6 +96,7 @@ class SimWorkspace {
   bool fused_ = false;
   bool record_memory_ = false;
   bool stop_on_oom_ = false;
+  SimPrefetch prefetch_ = SimPrefetch::automatic;
   std::uint32_t epoch_ = 0;
   std::vector<std::int32_t> pending_;
   std::vector<double> times_;  // per unit: start, finish
