@@ -248,8 +248,8 @@ void Simulator::run(const Plan& plan, const std::int32_t* dev, SimWorkspace& ws)
     std::int64_t* grel = ws.grelease_.data();
     float* gpr = ws.gprio_.data();
     // Members further on in the flat list (the next groups' too): the records and edge offsets of
-    // the one 2 * kAhead on, the edges of the one kAhead on (its offsets fetched by then), and the
-    // leaders, stamps and sizes that the member after next reads (its edges fetched by then).
+    // the one 4 * kAhead on, the edges of the one 2 * kAhead on (its offsets fetched by then), and
+    // the leaders, stamps and sizes that the one kAhead on reads (its edges fetched by then).
     constexpr std::int32_t kAhead = 4;
     const std::int32_t nmembers = goff[ngroups];
     auto prefetch_member = [&](std::int32_t k, std::size_t kind) GO_SIM_INLINE {
