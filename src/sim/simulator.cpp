@@ -195,11 +195,11 @@ Simulator::Simulator(const OpGraph& graph, Cluster cluster, SimOptions options)
       ustart_[k * n + i] = SimWorkspace::UnitStart{cost_[k * n + i], traffic_[i], alloc_[i], kernel_[i]};
   for (std::size_t i = 0; i < n; ++i) release_[i] = temp_[i] + sink_[i];
   // What the event loop reads per op (records, offsets, the workspace's times and counters), per
-  // edge and per tensor. While that stays in cache prefetching only adds instructions (10-20% on
-  // the zoo's 12,808-op gnmt2 training graph, ~2 MB); from 4-7 MB on it pays or not with the
-  // machine's load (gnmt4, 22,683 ops: 0.75-1.14x the time), and above that it pays (gnmt8 and
-  // transformer_xl8, ~45,000 ops, ~7 MB: 0.65-0.78x with human's devices; gnmt8 at 121 steps, 80,588
-  // ops: 0.65-0.78x), bench/README "Prefetching in the event loop".
+  // edge and per tensor. While that stays in cache prefetching only adds instructions (5-25% on the
+  // zoo's 12,808-op gnmt2 training graph, ~2 MB); between ~2.5 and 4 MB it pays or not with the
+  // machine's load (wavenet2, gnmt4: 0.65-1.14x the time); from ~7 MB on it pays (transformer_xl8,
+  // 45,024 ops: 0.65-0.78x with human's devices; gnmt8 at 121 steps, 80,588 ops: 0.69-0.78x),
+  // bench/README "Prefetching in the event loop".
   const double loop_bytes = static_cast<double>(n) * (90.0 + 32.0 * static_cast<double>(nkinds_ - 1)) +
                             static_cast<double>(m_) * 24.0 + static_cast<double>(nt_) * 24.0;
   prefetch_ = loop_bytes > 5.0 * (1 << 20);
