@@ -387,6 +387,101 @@ TEST_CASE("fusion rules: FusionGroups merges agree with the whole-group check on
   CHECK(by_cycle > 5);
 }
 
+TEST_CASE("fusion rules: the cycle search's budget counts every edge out of the groups it reaches", "[fusion]") {
+  // FusionGroups walks each group's outside successors only, and charges the budget for all of its
+  // members' edges when it reaches the group. Reference: the search as documented, every member's
+  // every successor in turn, one unit of budget each, over groups read back with group(). Random
+  // DAGs of elementwise ops (so few merges break a rule), merges of random edges in any order,
+  // budgets from 1 edge up, so that many searches run out: the same answer every time.
+  int searched_out = 0, cycles = 0, merged = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    go::Rng rng(seed + 1000);
+    Hand h;
+    const int n = 50;
+    const OpKind kinds[] = {OpKind::relu, OpKind::add, OpKind::mul, OpKind::tanh};
+    std::vector<OpId> ops;
+    for (int i = 0; i < n; ++i) {
+      std::vector<OpId> ins;
+      if (i > 0) {
+        const int k = 1 + static_cast<int>(rng.uniform_int(3));
+        for (int j = 0; j < k; ++j) {
+          const int lo = std::max(0, i - 8);
+          ins.push_back(ops[static_cast<std::size_t>(lo + static_cast<int>(rng.uniform_int(static_cast<std::uint64_t>(i - lo))))]);
+        }
+      }
+      ops.push_back(h.op("v" + std::to_string(i), i == 0 ? OpKind::input : kinds[rng.uniform_int(4)], ins));
+    }
+    const OpGraph g = h.build();
+    const std::int64_t budget = 1 + static_cast<std::int64_t>(rng.uniform_int(40));
+    FusionGroups fg(g, budget);
+    // the documented search from group X to group Y on the groups as they are now
+    auto reference = [&](OpId X, OpId Y, bool& out_of_budget) {
+      std::vector<std::vector<OpId>> members(static_cast<std::size_t>(n));
+      std::vector<std::int32_t> minpos(static_cast<std::size_t>(n), n), maxpos(static_cast<std::size_t>(n), -1);
+      std::int32_t grouped_end = -1;
+      for (OpId w = 0; w < n; ++w) {
+        const auto r = static_cast<std::size_t>(fg.group(w));
+        members[r].push_back(w);
+        minpos[r] = std::min(minpos[r], g.topo_position(w));
+        maxpos[r] = std::max(maxpos[r], g.topo_position(w));
+      }
+      for (OpId w = 0; w < n; ++w)
+        if (fg.size(w) >= 2) grouped_end = std::max(grouped_end, g.topo_position(w));
+      const std::int32_t limit = std::max(maxpos[static_cast<std::size_t>(Y)], grouped_end);
+      if (minpos[static_cast<std::size_t>(X)] > limit) return false;
+      if (members[static_cast<std::size_t>(Y)].size() <= 8) {
+        bool third = false;
+        for (OpId m : members[static_cast<std::size_t>(Y)])
+          for (OpId u : g.pred(m)) third = third || (fg.group(u) != X && fg.group(u) != Y);
+        if (!third) return false;
+      }
+      std::vector<char> seen(static_cast<std::size_t>(n), 0);
+      std::vector<OpId> queue{X};
+      std::int64_t left = budget;
+      for (std::size_t i = 0; i < queue.size(); ++i) {
+        const OpId U = queue[i];
+        for (OpId m : members[static_cast<std::size_t>(U)])
+          for (OpId s : g.succ(m)) {
+            if (--left < 0) {
+              out_of_budget = true;
+              return true;
+            }
+            const OpId S = fg.group(s);
+            if (S == U || S == X) continue;
+            if (S == Y) {
+              if (U == X) continue;
+              return true;
+            }
+            if (g.topo_position(s) > limit || seen[static_cast<std::size_t>(S)]) continue;
+            seen[static_cast<std::size_t>(S)] = 1;
+            queue.push_back(S);
+          }
+      }
+      return false;
+    };
+    for (int t = 0; t < 150; ++t) {
+      const OpId v = static_cast<OpId>(1 + rng.uniform_int(static_cast<std::uint64_t>(n - 1)));
+      const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
+      const OpId A = fg.group(u), B = fg.group(v);
+      bool out = false;
+      const bool cycle = A != B && (reference(A, B, out) || reference(B, A, out));
+      const auto m = fg.merge(u, v);
+      if (A == B) {
+        CHECK(m == FusionGroups::Merge::same_group);
+        continue;
+      }
+      if (m == FusionGroups::Merge::refused_rule) continue;  // refused before any search
+      CHECK((m == FusionGroups::Merge::refused_cycle) == cycle);
+      searched_out += cycle && out ? 1 : 0;
+      cycles += cycle ? 1 : 0;
+      merged += m == FusionGroups::Merge::merged ? 1 : 0;
+    }
+  }
+  CHECK(searched_out > 20);
+  CHECK(cycles > searched_out + 20);
+  CHECK(merged > 500);
+}
+
 TEST_CASE("fusion rules: an op whose producers are all in the group joins it without a search", "[fusion]") {
   // a1 -> a2 -> a3 -> v, each a also read by an op of its own (o1, o2, o3). With a search budget of
   // 2 edges, the search from {a1, a2, a3} for a path to v through another group would run out at

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1250,8 +1251,20 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   CHECK(f.step_time == Simulator(g, cl).simulate(f.plan).step_time);
   {  // the trace: every simulation in order, ending at the answer; the same seed gives the same curve
     GoPlaceReport r1, r2;
+    const auto start = std::chrono::steady_clock::now();
     go_place(g, cl, ck, 4, 8, 3, &r1, 6);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     go_place(g, cl, ck, 4, 8, 3, &r2, 6);
+    // the stages' wall times, parts of the call's
+    CHECK(r1.trainer_seconds > 0);
+    CHECK(r1.policy_seconds > 0);
+    CHECK(r1.decisions_seconds > 0);
+    CHECK(r1.finetune_seconds > 0);
+    CHECK(r1.trainer_seconds + r1.policy_seconds + r1.decisions_seconds + r1.finetune_seconds <= took);
+    CHECK(rep.finetune_seconds == 0);  // zero-shot
+    CHECK(z.note.find("; stages s: trainer ") != std::string::npos);
+    CHECK(z.note.find("fine-tuning") == std::string::npos);
+    CHECK(f.note.find(", fine-tuning ") != std::string::npos);
     CHECK(r1.simulations == f.simulations);
     REQUIRE(!r1.trace.empty());
     CHECK(r1.trace.back().best_step_time == f.step_time);

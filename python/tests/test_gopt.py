@@ -765,8 +765,9 @@ class CliEquality(unittest.TestCase):
                     self.assertEqual(r.step_time_ms, j["step_time_ms"])
                     self.assertEqual(r.valid, j["valid"])
                     self.assertEqual(r.simulations, j["simulations"])
-                    # the note's trace (samples:seconds:ms) holds wall seconds, which differ between runs
-                    no_seconds = lambda n: re.sub(r" (\d+):[0-9.]+:", r" \1::", n)
+                    # the note's stages and trace (samples:seconds:ms) hold wall seconds, which differ between runs
+                    no_seconds = lambda n: re.sub(r"(trainer|policy|decisions|fine-tuning) [0-9.]+", r"\1",
+                                                  re.sub(r" (\d+):[0-9.]+:", r" \1::", n))
                     self.assertEqual(no_seconds(r.note), no_seconds(j.get("note", "")))
                     self.assertEqual(r.peak_memory_bytes.tolist(), j["peak_memory_bytes"])
                     self.assertEqual(r.plan, gopt.Plan.load(out, g))

@@ -67,6 +67,18 @@ TrainConfig finetune_config(const std::string& policy_path, const policy::GoPoli
   return cfg;
 }
 
+std::string GoPlaceReport::stages() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "stages s: trainer %.2f, policy %.2f, decisions %.2f", trainer_seconds, policy_seconds,
+                decisions_seconds);
+  std::string s = buf;
+  if (finetune_seconds > 0) {
+    std::snprintf(buf, sizeof buf, ", fine-tuning %.2f", finetune_seconds);
+    s += buf;
+  }
+  return s;
+}
+
 Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPlaceReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& policy_path = o.policy;
@@ -93,6 +105,11 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   PpoTrainer t(cfg, {g}, c, pol);
   const GraphTask& task = t.task(0);
   GoPlaceReport rep;
+  auto since = [](std::chrono::steady_clock::time_point a) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+  };
+  rep.trainer_seconds = since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   rep.anchor = task.anchor;
   rep.anchor_step_time = task.anchor_step_time;
 
@@ -107,7 +124,9 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       best = std::move(p);
     }
   };
-  auto decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56));
+  auto decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56), &rep.policy_seconds);
+  rep.decisions_seconds = since(t1) - rep.policy_seconds;
+  const auto t2 = std::chrono::steady_clock::now();
   const Plan greedy = decisions[0].first;
   for (std::size_t j = 0; j < decisions.size(); ++j)
     consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
@@ -149,6 +168,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       best = std::move(r.plan);
     }
   }
+  if (o.finetune > 0) rep.finetune_seconds = since(t2);
   if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
   GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)), "go: the trace's best ",
            trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
@@ -189,7 +209,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
         if (std::isfinite(rep.relabelled_step_time))
           out.note += "; devices relabelled: " + ms(rep.relabelled_step_time);
       }
-      out.note += "; " + BestTrace::trace_text(rep.trace);
+      out.note += "; " + rep.stages() + "; " + BestTrace::trace_text(rep.trace);
       return p;
     };
   };

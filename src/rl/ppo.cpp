@@ -82,7 +82,9 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
   adam_ = std::make_unique<Adam>(params_, ao);
 }
 
-std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int samples, const Rng& base) {
+std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int samples, const Rng& base,
+                                                               double* policy_seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
   GraphTask& t = *tasks_.at(i);
   const int D = t.sim->cluster().num_devices();
   std::vector<policy::Actions> decisions;
@@ -95,6 +97,7 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
                                                             : policy_->forward(t.pg, D, policy::Decode::greedy).actions);
     for (auto& o : outs) decisions.push_back(std::move(o.actions));
   }
+  if (policy_seconds) *policy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<std::pair<Plan, SimResult>> out(decisions.size());
   // The greedy decision is the anchor's actions unless pre-training taught the policy otherwise:
   // then it is the anchor, decoded and simulated when the trainer was built. (Where only its

@@ -396,6 +396,8 @@ class FusionGroups {
     tstamp_.assign(static_cast<std::size_t>(g.num_tensors()), 0);
     node_.resize(n);
     members_.resize(n);
+    out_.resize(n);
+    edges_.resize(n);
     minpos_.resize(n);
     maxpos_.resize(n);
     lib_.assign(n, -1);
@@ -404,6 +406,7 @@ class FusionGroups {
     for (OpId v = 0; v < g.num_ops(); ++v) {
       const auto i = static_cast<std::size_t>(v);
       node_[i] = {v, g.topo_position(v)};
+      edges_[i] = static_cast<std::int64_t>(g.succ(v).size());
       minpos_[i] = maxpos_[i] = node_[i].pos;
       const FusionClass c = traits_class(traits_[i]);
       if (c == FusionClass::library) lib_[i] = v;
@@ -432,18 +435,25 @@ class FusionGroups {
     if (reaches(A, B) || reaches(B, A)) return Merge::refused_cycle;
     const std::int64_t ub = union_ub_;
     const bool exact = union_exact_;
-    auto& ma = own_members(A);
-    auto& mb = own_members(B);
-    if (ma.size() < mb.size()) {
-      std::swap(A, B);
-    }
-    auto& big = members_[static_cast<std::size_t>(A)];
-    auto& small = members_[static_cast<std::size_t>(B)];
-    for (OpId v : small) node_[static_cast<std::size_t>(v)].rep = A;
-    big.insert(big.end(), small.begin(), small.end());
-    small.clear();
-    small.shrink_to_fit();
+    // the larger group (a lone op counts as one) takes the smaller one in
+    if (members_of(A).size() < members_of(B).size()) std::swap(A, B);
     const auto ia = static_cast<std::size_t>(A), ib = static_cast<std::size_t>(B);
+    auto& big = own_members(A);
+    auto& small = members_[ib];
+    auto& out = out_[ia];
+    if (small.empty()) {  // a lone op: nothing of its own to free
+      node_[ib].rep = A;
+      big.push_back(B);
+      const auto succ = g_->succ(B);
+      out.insert(out.end(), succ.begin(), succ.end());
+    } else {
+      for (OpId v : small) node_[static_cast<std::size_t>(v)].rep = A;
+      big.insert(big.end(), small.begin(), small.end());
+      out.insert(out.end(), out_[ib].begin(), out_[ib].end());
+      small = {};
+      out_[ib] = {};
+    }
+    edges_[ia] += edges_[ib];
     minpos_[ia] = std::min(minpos_[ia], minpos_[ib]);
     maxpos_[ia] = std::max(maxpos_[ia], maxpos_[ib]);
     grouped_end_ = std::max(grouped_end_, maxpos_[ia]);
@@ -472,9 +482,14 @@ class FusionGroups {
   }
 
  private:
+  // R's members, made a list (with R's successors as its out_ list) where R is a lone op.
   std::vector<OpId>& own_members(OpId R) {
     auto& m = members_[static_cast<std::size_t>(R)];
-    if (m.empty()) m.push_back(R);
+    if (m.empty()) {
+      m.push_back(R);
+      const auto succ = g_->succ(R);
+      out_[static_cast<std::size_t>(R)].assign(succ.begin(), succ.end());
+    }
     return m;
   }
   std::span<const OpId> members_of(const OpId& R) const {
@@ -651,23 +666,43 @@ class FusionGroups {
     }
     queue_.clear();
     queue_.push_back(X);
+    // The budget counts every edge out of each group reached, internal ones too, as a search over
+    // every member's successors would. The answer is the same whatever the order (true when Y is
+    // reached or the groups reached have more edges than the budget), so each group's edges are
+    // charged when it is reached and only its out_ list is walked.
     std::int64_t budget = budget_;
     for (std::size_t h = 0; h < queue_.size(); ++h) {
       const OpId U = queue_[h];
-      for (OpId m : members_of(U))
-        for (OpId s : g_->succ(m)) {
-          if (--budget < 0) return true;
+      const auto iu = static_cast<std::size_t>(U);
+      budget -= edges_[iu];
+      if (budget < 0) return true;
+      auto visit = [&](OpId S, std::int32_t pos) {  // true: the path is found
+        if (S == X) return false;
+        if (S == Y) return U != X;  // a direct edge X -> Y is no path
+        if (pos > limit || stamp_[static_cast<std::size_t>(S)] == search_) return false;
+        stamp_[static_cast<std::size_t>(S)] = search_;
+        queue_.push_back(S);
+        return false;
+      };
+      if (members_[iu].empty()) {
+        for (OpId s : g_->succ(U)) {
           const Node ns = node_[static_cast<std::size_t>(s)];
-          const OpId S = ns.rep;
-          if (S == U || S == X) continue;
-          if (S == Y) {
-            if (U == X) continue;  // direct edge
-            return true;
-          }
-          if (ns.pos > limit || stamp_[static_cast<std::size_t>(S)] == search_) continue;
-          stamp_[static_cast<std::size_t>(S)] = search_;
-          queue_.push_back(S);
+          if (visit(ns.rep, ns.pos)) return true;
         }
+        continue;
+      }
+      // Entries that merges made internal are dropped as they are met.
+      std::vector<OpId>& out = out_[iu];
+      for (std::size_t k = 0; k < out.size();) {
+        const Node ns = node_[static_cast<std::size_t>(out[k])];
+        if (ns.rep == U) {
+          out[k] = out.back();
+          out.pop_back();
+        } else {
+          if (visit(ns.rep, ns.pos)) return true;
+          ++k;
+        }
+      }
     }
     return false;
   }
@@ -682,6 +717,10 @@ class FusionGroups {
   };
   std::vector<Node> node_;  // per op: read together on every edge a search follows
   std::vector<std::vector<OpId>> members_;  // per representative; empty: the op alone
+  // Per representative of a group of two or more: its ops' successors outside it, some perhaps
+  // merged into it since (reaches drops them); a lone op's are g_->succ(op).
+  std::vector<std::vector<OpId>> out_;
+  std::vector<std::int64_t> edges_;         // per representative: its ops' out-edges, internal ones too
   std::vector<std::int32_t> minpos_, maxpos_;
   std::vector<OpId> lib_, red_;             // per representative: its library op / reduction, or -1
   std::vector<std::int64_t> ub_;            // per representative: a bound on its operand count (rule 5)

@@ -65,6 +65,11 @@ struct GoPlaceReport {
   // count from the start of go_place.
   std::int64_t simulations = 0;
   std::vector<TracePoint> trace;
+  // Wall seconds of each stage: loading the policy and building the trainer (the graph's features,
+  // the anchor's candidates, the reward reference); zero-shot's policy pass; decoding and simulating
+  // its decisions; fine-tuning (with the final relabelling).
+  double trainer_seconds = 0, policy_seconds = 0, decisions_seconds = 0, finetune_seconds = 0;
+  std::string stages() const;  // "stages s: trainer 2.03, policy 0.81, decisions 0.74[, fine-tuning 101.90]"
 };
 
 // Samples per fine-tuning update of the go methods. A simulation costs far less than the policy's

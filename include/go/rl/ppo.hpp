@@ -301,7 +301,10 @@ class PpoTrainer {
   // With chain "hidden" all of them come from one policy pass.
   // They are recorded in the task's trace in that order, but for a greedy decision that is the
   // anchor's actions: that is the anchor's plan and simulation (GraphTask::anchor_decision).
-  std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base);
+  // `policy_seconds` (optional): the wall time of the policy's passes, the rest being decoding and
+  // simulating.
+  std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base,
+                                                    double* policy_seconds = nullptr);
 
   // One PPO update.
   UpdateStats update();
