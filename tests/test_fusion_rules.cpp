@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -762,9 +763,18 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
   std::int64_t requested = 0, refused_rule = 0, fused_total = 0;
   const std::vector<std::string> graphs = {"zoo:rnnlm2:seq=4", "zoo:transformer_xl2:segments=2", "zoo:wavenet2:segments=1",
                                            kShared + "/models/mobilenet_v2.onnx", kShared + "/models/resnet18.onnx"};
+  // decode's groups read the graph through the PolicyGraph's FusionIndex; without one, or with
+  // another graph's (which FusionGroups does not use), each FusionGroups makes its own
+  const OpGraph other = go::make_training_graph(go::load_graph("zoo:rnnlm2:seq=3"));
   for (const auto& name : graphs) {
     const OpGraph g = go::make_training_graph(go::load_graph(name));
     const auto pg = go::policy::PolicyGraph::from_graph(g);
+    REQUIRE(pg.fusion_index);
+    CHECK(pg.fusion_index->fits(g));
+    CHECK_FALSE(pg.fusion_index->fits(other));
+    auto bare = pg, foreign = pg;
+    bare.fusion_index = nullptr;
+    foreign.fusion_index = std::make_shared<const go::FusionIndex>(other);
     for (int D : {1, 2, 4}) {
       const go::Simulator sim(g, go::cluster_preset("v100x" + std::to_string(D)));
       go::SimWorkspace ws = sim.make_workspace();
@@ -781,6 +791,13 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
           a.fuse.data<std::int32_t>()[r] = seed == 0 ? 1 : (open && rng.uniform() < 0.8f ? 1 : 0);
         }
         const auto d = go::policy::decode(g, pg, a, D);
+        for (const auto* q : {&bare, &foreign}) {
+          const auto e = go::policy::decode(g, *q, a, D);
+          CHECK(e.fusion_group == d.fusion_group);
+          CHECK(e.fused == d.fused);
+          CHECK(e.refused_rule == d.refused_rule);
+          CHECK(e.refused_cycle == d.refused_cycle);
+        }
         requested += d.fuse_requested;
         refused_rule += d.refused_rule;
         fused_total += d.fused;

@@ -53,6 +53,7 @@
 // member may wait on its group's reduction (4b).
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -379,6 +380,54 @@ inline bool fusion_action_possible(const OpGraph& g, OpId v) {
   return any;
 }
 
+// What FusionGroups reads of a graph besides its edges, the same whatever the groups: each op's
+// traits, each tensor's readers over data edges, and each op's operand count alone (rule 5). A
+// FusionGroups makes its own (the readers and counts at its first merge that gets to rule 5,
+// `counted`); one made once per graph and passed in spares every decode of the graph's plans that
+// work (policy::PolicyGraph keeps one).
+struct FusionIndex {
+  FusionIndex() = default;
+  explicit FusionIndex(const OpGraph& g, bool count_now = true)
+      : num_ops(g.num_ops()), num_tensors(g.num_tensors()), num_edges(g.num_edges()), traits(fusion_traits(g)) {
+    if (count_now) count(g);
+  }
+  // Made for a graph of g's sizes (a FusionGroups ignores an index of another graph's sizes).
+  bool fits(const OpGraph& g) const {
+    return num_ops == g.num_ops() && num_tensors == g.num_tensors() && num_edges == g.num_edges();
+  }
+  void count(const OpGraph& g) {
+    reader_off.assign(static_cast<std::size_t>(g.num_tensors()) + 1, 0);
+    for (OpId v = 0; v < g.num_ops(); ++v)
+      for (TensorId t : g.succ_tensors(v))
+        if (t >= 0) ++reader_off[static_cast<std::size_t>(t) + 1];
+    for (std::size_t t = 1; t < reader_off.size(); ++t) reader_off[t] += reader_off[t - 1];
+    readers.resize(static_cast<std::size_t>(reader_off.back()));
+    std::vector<std::int32_t> next(reader_off.begin(), reader_off.end() - 1);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      const auto succ = g.succ(v);
+      const auto tensors = g.succ_tensors(v);
+      for (std::size_t k = 0; k < succ.size(); ++k)
+        if (tensors[k] >= 0) readers[static_cast<std::size_t>(next[static_cast<std::size_t>(tensors[k])]++)] = succ[k];
+    }
+    const auto view = fusion_view(g, traits);
+    std::vector<std::uint32_t> stamp(static_cast<std::size_t>(g.num_tensors()), 0);
+    operands.resize(static_cast<std::size_t>(g.num_ops()));
+    for (OpId v = 0; v < g.num_ops(); ++v)
+      operands[static_cast<std::size_t>(v)] = fusion_operands(view, std::span<const OpId>(&v, 1),
+                                                              [&](OpId x) { return x == v; }, stamp.data(),
+                                                              static_cast<std::uint32_t>(v) + 1);
+    counted = true;
+  }
+
+  std::int32_t num_ops = 0, num_tensors = 0;
+  std::int64_t num_edges = 0;
+  std::vector<FusionTraits> traits;
+  std::vector<std::int32_t> reader_off;  // per tensor: its readers are readers[reader_off[t], reader_off[t + 1])
+  std::vector<OpId> readers;
+  std::vector<std::int64_t> operands;    // per op
+  bool counted = false;                  // reader_off, readers and operands are made
+};
+
 // Fusion groups built by merging, legal (the rules above) and acyclic (each group convex, no two
 // groups depending on each other) after every merge. Devices are the caller's: merge only ops on
 // one device. Merges cost the smaller group's edges for the rules and a search over groups for
@@ -389,8 +438,18 @@ class FusionGroups {
  public:
   enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
 
-  explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096)
-      : g_(&g), budget_(search_budget), traits_(fusion_traits(g)) {
+  // `index` (optional): g's FusionIndex, counted; another graph's is not used.
+  explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096,
+                        std::shared_ptr<const FusionIndex> index = nullptr)
+      : g_(&g), budget_(search_budget) {
+    if (index && index->counted && index->fits(g)) {
+      shared_ = std::move(index);
+      ix_ = shared_.get();
+    } else {
+      own_ = FusionIndex(g, false);
+      ix_ = &own_;
+    }
+    view_ = fusion_view(g, ix_->traits);
     const auto n = static_cast<std::size_t>(g.num_ops());
     ub_.assign(n, 0);
     tstamp_.assign(static_cast<std::size_t>(g.num_tensors()), 0);
@@ -408,12 +467,14 @@ class FusionGroups {
       node_[i] = {v, g.topo_position(v)};
       edges_[i] = static_cast<std::int64_t>(g.succ(v).size());
       minpos_[i] = maxpos_[i] = node_[i].pos;
-      const FusionClass c = traits_class(traits_[i]);
+      const FusionClass c = traits_class(ix_->traits[i]);
       if (c == FusionClass::library) lib_[i] = v;
       if (c == FusionClass::reduction) red_[i] = v;
     }
   }
-  FusionGroups(OpGraph&&, std::int64_t = 0) = delete;  // the graph must outlive the groups
+  FusionGroups(OpGraph&&, std::int64_t = 0, std::shared_ptr<const FusionIndex> = nullptr) = delete;  // the graph must outlive the groups
+  FusionGroups(const FusionGroups&) = delete;  // ix_ may point into the object
+  FusionGroups& operator=(const FusionGroups&) = delete;
 
   // The group of v, named by one of its ops (not necessarily its leader).
   OpId group(OpId v) const { return node_[static_cast<std::size_t>(v)].rep; }
@@ -498,31 +559,12 @@ class FusionGroups {
   }
 
   // Each tensor's readers over data edges (union_operands_small) and each op's exact operand count,
-  // made at the first merge that gets to rule 5: a caller that merges nothing (decoding a plan
-  // without fusion) does not pay for them. Until then every group is a lone op.
+  // made at the first merge that gets to rule 5 unless the index has them: a caller that merges
+  // nothing (decoding a plan without fusion) does not pay for them. Until then every group is a lone op.
   void count_operands() {
-    const OpGraph& g = *g_;
-    const auto n = static_cast<std::size_t>(g.num_ops());
-    reader_off_.assign(static_cast<std::size_t>(g.num_tensors()) + 1, 0);
-    for (OpId v = 0; v < g.num_ops(); ++v)
-      for (TensorId t : g.succ_tensors(v))
-        if (t >= 0) ++reader_off_[static_cast<std::size_t>(t) + 1];
-    for (std::size_t t = 1; t < reader_off_.size(); ++t) reader_off_[t] += reader_off_[t - 1];
-    readers_.resize(static_cast<std::size_t>(reader_off_.back()));
-    std::vector<std::int32_t> next(reader_off_.begin(), reader_off_.end() - 1);
-    for (OpId v = 0; v < g.num_ops(); ++v) {
-      const auto succ = g.succ(v);
-      const auto tensors = g.succ_tensors(v);
-      for (std::size_t k = 0; k < succ.size(); ++k)
-        if (tensors[k] >= 0) readers_[static_cast<std::size_t>(next[static_cast<std::size_t>(tensors[k])]++)] = succ[k];
-    }
-    const auto view = fusion_view(g, traits_);
-    for (OpId v = 0; v < g.num_ops(); ++v) {
-      tag_ = static_cast<std::uint32_t>(v) + 1;
-      ub_[static_cast<std::size_t>(v)] =
-          fusion_operands(view, std::span<const OpId>(&v, 1), [&](OpId x) { return x == v; }, tstamp_.data(), tag_);
-    }
-    exact_.assign(n, 1);
+    if (!ix_->counted) own_.count(*g_);
+    ub_ = ix_->operands;
+    exact_.assign(ub_.size(), 1);
     counted_ = true;
   }
 
@@ -538,7 +580,7 @@ class FusionGroups {
       // count now and then, not per merge.
       union_ub_ = ub_[static_cast<std::size_t>(A)] + ub_[static_cast<std::size_t>(B)];
       if (union_ub_ <= kFusionMaxOperands) return {};
-      const auto view = fusion_view(*g_, traits_);
+      const auto& view = view_;
       if (++tag_ == 0) {
         std::fill(tstamp_.begin(), tstamp_.end(), 0);
         tag_ = 1;
@@ -568,9 +610,10 @@ class FusionGroups {
     constexpr std::int32_t kSmallGroup = 16, kFewReaders = 16;
     const OpId S = size(A) <= size(B) ? A : B;
     if (size(S) > kSmallGroup) return false;
-    const auto view = fusion_view(*g_, traits_);
+    const auto& view = view_;
+    const auto& reader_off = ix_->reader_off;
     auto few = [&](TensorId t) {
-      return t < 0 || reader_off_[static_cast<std::size_t>(t) + 1] - reader_off_[static_cast<std::size_t>(t)] <= kFewReaders;
+      return t < 0 || reader_off[static_cast<std::size_t>(t) + 1] - reader_off[static_cast<std::size_t>(t)] <= kFewReaders;
     };
     for (OpId v : members_of(S)) {
       for (auto e = view.in_off[v]; e < view.in_off[v + 1]; ++e)
@@ -587,8 +630,8 @@ class FusionGroups {
       if (t < 0 || tstamp_[static_cast<std::size_t>(t)] == tag_) return;
       tstamp_[static_cast<std::size_t>(t)] = tag_;
       bool in_a = false, in_b = false, outside = false;  // where t's readers are
-      for (auto e = reader_off_[static_cast<std::size_t>(t)]; e < reader_off_[static_cast<std::size_t>(t) + 1]; ++e) {
-        const OpId r = group(readers_[static_cast<std::size_t>(e)]);
+      for (auto e = reader_off[static_cast<std::size_t>(t)]; e < reader_off[static_cast<std::size_t>(t) + 1]; ++e) {
+        const OpId r = group(ix_->readers[static_cast<std::size_t>(e)]);
         in_a = in_a || r == A;
         in_b = in_b || r == B;
         outside = outside || (r != A && r != B);
@@ -611,10 +654,10 @@ class FusionGroups {
   FusionProblem legal_union_1to4(OpId A, OpId B) const {
     namespace df = detail::fusion;
     const OpGraph& g = *g_;
-    const auto view = fusion_view(g, traits_);
+    const auto& view = view_;
     for (OpId R : {A, B})
       if (members_[static_cast<std::size_t>(R)].empty())  // a lone op: not checked yet
-        if (FusionProblem p = df::member_class(traits_[static_cast<std::size_t>(R)], R)) return p;
+        if (FusionProblem p = df::member_class(ix_->traits[static_cast<std::size_t>(R)], R)) return p;
     const OpId la = lib_[static_cast<std::size_t>(A)], lb = lib_[static_cast<std::size_t>(B)];
     auto in_union = [&](OpId x) {
       const OpId r = group(x);
@@ -710,7 +753,10 @@ class FusionGroups {
   static constexpr std::int32_t kDirectCheck = 8;
   const OpGraph* g_;
   std::int64_t budget_;
-  std::vector<FusionTraits> traits_;
+  std::shared_ptr<const FusionIndex> shared_;  // the caller's index, or null
+  FusionIndex own_;                            // else this one's
+  const FusionIndex* ix_ = nullptr;            // the index in use
+  FusionGraphView<std::int64_t> view_{};
   struct Node {
     OpId rep;           // the group's representative
     std::int32_t pos;   // the op's topological position
@@ -728,8 +774,6 @@ class FusionGroups {
   std::int64_t union_ub_ = 0;
   bool union_exact_ = false;
   bool counted_ = false;                    // count_operands() has run
-  std::vector<std::int32_t> reader_off_;    // per tensor: its readers are readers_[reader_off_[t], reader_off_[t + 1])
-  std::vector<OpId> readers_;
   std::vector<std::uint32_t> tstamp_;       // per tensor, for fusion_operands()
   std::uint32_t tag_ = 0;
   std::vector<std::uint32_t> stamp_;

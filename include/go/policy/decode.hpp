@@ -176,7 +176,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     }
   }
 
-  FusionGroups groups(g, opt.search_budget);
+  FusionGroups groups(g, opt.search_budget, pg.fusion_index);
   const bool join_main = (opt.join == FusionJoin::graph ? pg.join : opt.join) == FusionJoin::main;
   std::vector<std::pair<std::int64_t, OpId>> largest_first;
   for (OpId v : topo) {

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,6 +94,8 @@ struct PolicyGraph {
   // fastest (set_anchor in go/rl/anchor.hpp; none is best on every graph)
   TieOrder ties = TieOrder::program;
   FusionJoin join = FusionJoin::all;  // decode's default fusion join (never graph), the anchor's
+  // what decode's fusion groups read of the graph, made once (from_graph; null from arrays)
+  std::shared_ptr<const FusionIndex> fusion_index;
 
   std::int64_t num_edges() const { return preds.nnz(); }
   bool has_anchor() const { return anchor_device.defined(); }
@@ -178,6 +181,7 @@ struct PolicyGraph {
       const OpId v = pg.order[static_cast<std::size_t>(r)];
       if (!fusion_action_possible(g, v)) pg.fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
     }
+    pg.fusion_index = std::make_shared<const FusionIndex>(g);
     return pg;
   }
 
