@@ -438,7 +438,8 @@ class FusionGroups {
  public:
   enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
 
-  // `index` (optional): g's FusionIndex, counted; another graph's is not used.
+  // `index` (optional): g's FusionIndex, counted. One whose sizes are not g's is not used; one of
+  // another graph of the same sizes would be, as a PolicyGraph of another graph would be by decode.
   explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096,
                         std::shared_ptr<const FusionIndex> index = nullptr)
       : g_(&g), budget_(search_budget) {
