@@ -144,10 +144,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       best = task.anchor_faster->plan;
     }
   }
-  auto within_time = [&] {
-    return o.time_limit <= 0 ||
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
-  };
+  auto within_time = [&] { return o.time_limit <= 0 || since(t0) < o.time_limit; };
   if (o.finetune > 0) {
     while (t.updates_done() < t.config().updates && within_time()) t.update();
     rep.updates = t.updates_done();
