@@ -8,6 +8,10 @@
 #include <span>
 #include <vector>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "go/autograd/ops_norm.hpp"
 #include "go/autograd/variable.hpp"
 #include "go/core/rng.hpp"
@@ -67,9 +71,10 @@ inline Tensor sample_from_probs(const Tensor& probs, Rng& rng) {
 // row order, as there), drawn row by row for a block of outputs at once: a row's cumulative sums
 // are made once for the block's draws, and with probabilities >= 0 (categorical_probs') they
 // never decrease, so the first sum above u is at the count of sums not above it: no branch per
-// action, where the scan mispredicts about once a draw. Blocks of kDrawBlock outputs keep their
-// output rows in cache and run side by side (an rng is one block's: the same actions whatever the
-// thread count).
+// action, where the scan mispredicts about once a draw. Blocks of at most kDrawBlock outputs keep
+// their output rows in cache and run side by side, at least one per thread (zero-shot's 16
+// samples on 2 threads: two blocks of 8, each making the sums again). An rng is one block's, so
+// the actions are the same whatever the blocks and the thread count.
 inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng> rngs) {
   detail::check_logits(probs, "sample_from_probs");
   constexpr std::int64_t kDrawBlock = 16;
@@ -80,23 +85,33 @@ inline std::vector<Tensor> sample_from_probs(const Tensor& probs, std::span<Rng>
     out.push_back(Tensor::empty(Shape{n}, DType::i32));
     o.push_back(out.back().data<std::int32_t>());
   }
-  const std::int64_t blocks = (K + kDrawBlock - 1) / kDrawBlock;
-  std::vector<float> cum(static_cast<std::size_t>(blocks * a));
-#pragma omp parallel for schedule(static) if (blocks > 1 && n * K > (1 << 16))
+#if defined(_OPENMP)
+  const std::int64_t threads = n * K > (1 << 16) ? omp_get_max_threads() : 1;
+#else
+  const std::int64_t threads = 1;
+#endif
+  const std::int64_t want = std::min(K, std::max((K + kDrawBlock - 1) / kDrawBlock, threads));
+  const std::int64_t per_block = want > 0 ? (K + want - 1) / want : 0;
+  const std::int64_t blocks = per_block > 0 ? (K + per_block - 1) / per_block : 0;
+#pragma omp parallel for schedule(static) if (blocks > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
-    float* c = cum.data() + b * a;
-    const std::int64_t k0 = b * kDrawBlock, k1 = std::min(K, k0 + kDrawBlock);
+    // the block's sums and rngs are its own copies: side by side in shared arrays, two blocks'
+    // would share a cache line written at every row
+    std::vector<float> c(static_cast<std::size_t>(a));
+    const std::int64_t k0 = b * per_block, k1 = std::min(K, k0 + per_block);
+    std::vector<Rng> r(rngs.begin() + k0, rngs.begin() + k1);
     for (std::int64_t i = 0; i < n; ++i) {
       const float* p = probs.f32() + i * a;
       float acc = 0.f;
-      for (std::int64_t j = 0; j < a; ++j) c[j] = acc += p[j];
+      for (std::int64_t j = 0; j < a; ++j) c[static_cast<std::size_t>(j)] = acc += p[j];
       for (std::int64_t k = k0; k < k1; ++k) {
-        const float u = rngs[static_cast<std::size_t>(k)].uniform();
+        const float u = r[static_cast<std::size_t>(k - k0)].uniform();
         std::int32_t below = 0;
-        for (std::int64_t j = 0; j < a; ++j) below += u < c[j] ? 0 : 1;
+        for (std::int64_t j = 0; j < a; ++j) below += u < c[static_cast<std::size_t>(j)] ? 0 : 1;
         o[static_cast<std::size_t>(k)][i] = detail::last_with_mass(p, std::min(below, static_cast<std::int32_t>(a - 1)));
       }
     }
+    std::copy(r.begin(), r.end(), rngs.begin() + k0);
   }
   return out;
 }
