@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "go/baselines/list_scheduling.hpp"
 #include "go/baselines/memory_fit.hpp"
 #include "go/baselines/metis.hpp"
 #include "go/baselines/place.hpp"
@@ -835,6 +836,46 @@ TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
   const go::Simulator one(g, test_cluster(1, 350'000'000));
   go::SimWorkspace ows = one.make_workspace();
   CHECK(go::fit_memory(one, go::Plan{}, ows).simulations == 1);
+}
+
+TEST_CASE("baselines: a plan fitted to memory in further rounds of several window sizes", "[baselines][memory]") {
+  // HEFT's devices for gnmt2's training graph (12,808 ops) on two V100s holding 0.8 of the plan's
+  // largest peak: the first 4 rounds' windows, sized by the live bytes, end with nothing that fits;
+  // with more_rounds, windows of 0.25-4x that size find a plan that fits.
+  const go::OpGraph g = go::make_training_graph(go::make_zoo_graph("gnmt2"));
+  const go::Cluster roomy = go::cluster_preset("v100x2");
+  go::Plan p = go::heft_plan(g, roomy);
+  p.fusion.clear();
+  const go::SimResult whole = go::Simulator(g, roomy).simulate(p);
+  const std::int64_t largest = *std::max_element(whole.peak_memory.begin(), whole.peak_memory.end());
+  go::Cluster c = roomy;
+  for (go::ClusterDevice& d : c.devices) d.spec.memory_bytes = static_cast<std::int64_t>(0.8 * static_cast<double>(largest));
+  const go::Simulator sim(g, c);
+  go::SimWorkspace ws = sim.make_workspace();
+  const go::MemoryFit first = go::fit_memory(sim, p, ws);
+  REQUIRE(!first.fits());
+  go::MemoryFitOptions more;
+  more.more_rounds = 12;
+  const go::MemoryFit f = go::fit_memory(sim, p, ws, more);
+  REQUIRE(f.fits());
+  CHECK(f.moves >= 1);
+  CHECK(f.simulations > first.simulations);
+  CHECK(f.simulations <= first.simulations + 12 * 5 * 6 * 2);  // rounds x sizes x windows x targets
+  for (std::size_t d = 0; d < f.result.peak_memory.size(); ++d) CHECK(f.result.peak_memory[d] <= c.spec(static_cast<int>(d)).memory_bytes);
+  CHECK(sim.simulate(f.plan).step_time == f.result.step_time);
+  // the same answer on 2 threads
+  const go::MemoryFit t = go::fit_memory(sim, p, 2, more);
+  CHECK(t.plan.device == f.plan.device);
+  CHECK(t.simulations == f.simulations);
+  // where the first rounds fit, the further ones are not run: the chain of the test above
+  const go::OpGraph chain = chain_of_100mb_ops();
+  const go::Simulator csim(chain, test_cluster(3, 350'000'000));
+  go::SimWorkspace cws = csim.make_workspace();
+  go::Plan q;
+  q.device = {0, 0, 0, 0, 1, 1};
+  const go::MemoryFit a = go::fit_memory(csim, q, cws), b = go::fit_memory(csim, q, cws, more);
+  CHECK(b.plan.device == a.plan.device);
+  CHECK(b.simulations == a.simulations);
 }
 
 TEST_CASE("baselines: place() with fit_memory", "[baselines][memory]") {

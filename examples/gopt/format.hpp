@@ -27,7 +27,8 @@ inline constexpr const char* kTimeLimitHelp =
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
 inline constexpr const char* kFitMemoryHelp =
     "every method: a plan that runs out of memory has op sets moved off the devices that overflow until it fits "
-    "(as GO's anchor does with its candidates; the moves' simulations count in optimize_seconds; off by default: "
+    "(as GO's anchor does with its candidates, then with windows of several sizes where that finds none; the "
+    "moves' simulations count in optimize_seconds; off by default: "
     "a heuristic's plan is its rule's)";
 inline constexpr const char* kAnchorTiesHelp =
     "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level GO's anchor is chosen "

@@ -23,7 +23,10 @@
 // fastest trial that fits as the answer so far; the next round moves on from the fastest trial that
 // halves the memory excess (memory_excess) while that is `gain` faster than the answer, or, while
 // none fits, from the one with the least excess while it is a tenth less than before; `rounds`
-// rounds at most.
+// rounds at most. The live bytes can be a small part of a device's peak (received tensors, the
+// backward pass's), so windows sized by them can move too little or far too much: where those
+// rounds end with nothing that fits, `more_rounds` further rounds (off by default) try windows of
+// several sizes side by side (more_sizes x the computed one), going on under the same rule.
 // Deterministic: trials are taken in their fixed order, whatever order they were simulated in.
 #include <algorithm>
 #include <cmath>
@@ -49,6 +52,11 @@ struct MemoryFitOptions {
   int targets = 2;         // devices with the most free memory each window is tried on
   double headroom = 0.97;  // a window is sized to bring the device's peak to this share of its capacity
   double gain = 0.02;      // a plan that does not fit goes on to another round only this much faster than the best that does
+  // Where those rounds end with nothing that fits: up to `more_rounds` more from where they ended,
+  // with windows of each of these sizes (x the computed one) side by side. Off by default (GO's
+  // anchor); PlaceOptions::fit_memory turns it on.
+  int more_rounds = 0;
+  std::vector<double> more_sizes{0.25, 0.5, 1.0, 2.0, 4.0};
   // A plan whose whole step is not below this (seconds) is not worth fitting: fit_memory returns
   // it after the first simulation (a moved plan is rarely faster than the plan it came from).
   double worth_below = std::numeric_limits<double>::infinity();
@@ -92,7 +100,10 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
   // (`found`), else at the end `cur`
   MemoryFit cur = out;
   bool found = false;
-  for (int round = 0; round < o.rounds; ++round) {
+  const std::vector<double> one_size{1.0};
+  for (int round = 0; round < o.rounds + o.more_rounds; ++round) {
+    if (round == o.rounds && found) break;
+    const std::vector<double>& sizes = round < o.rounds ? one_size : o.more_sizes;
     const SimResult& r = cur.result;
     if (r.status != SimStatus::out_of_memory || r.peak_memory.size() != static_cast<std::size_t>(D)) break;
     std::int32_t d = -1;
@@ -130,18 +141,22 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
     std::sort(room.begin(), room.end());
     if (room.size() > static_cast<std::size_t>(std::max(0, o.targets))) room.resize(static_cast<std::size_t>(std::max(0, o.targets)));
     if (room.empty()) break;
-    // windows [a, b) of owners: starts spread evenly over [0, total - need], each long enough
+    // windows [a, b) of owners: starts spread evenly over [0, total - need], each long enough; in
+    // the further rounds, for each size of more_sizes
     std::vector<std::pair<std::size_t, std::size_t>> spans;
-    const int want = std::max(1, std::min(o.windows, 1 + static_cast<int>(std::ceil(2 * (total - need) / std::max(need, 1.0)))));
-    for (int j = 0; j < want; ++j) {
-      const double s = want == 1 ? 0.0 : (total - need) * j / (want - 1);
-      std::size_t a = static_cast<std::size_t>(std::upper_bound(cum.begin(), cum.end(), s) - cum.begin());
-      a = a > 0 ? a - 1 : 0;
-      a = std::min(a, owners.size() - 1);
-      std::size_t b = a + 1;
-      while (b < owners.size() && cum[b] - cum[a] < need) ++b;
-      if (a == 0 && b == owners.size()) b = owners.size() - 1;  // never the whole device: that only relabels it
-      if (spans.empty() || spans.back() != std::pair{a, b}) spans.emplace_back(a, b);
+    for (const double size : sizes) {
+      const double want_bytes = std::min(total, size * need);
+      const int want = std::max(1, std::min(o.windows, 1 + static_cast<int>(std::ceil(2 * (total - want_bytes) / std::max(want_bytes, 1.0)))));
+      for (int j = 0; j < want; ++j) {
+        const double s = want == 1 ? 0.0 : (total - want_bytes) * j / (want - 1);
+        std::size_t a = static_cast<std::size_t>(std::upper_bound(cum.begin(), cum.end(), s) - cum.begin());
+        a = a > 0 ? a - 1 : 0;
+        a = std::min(a, owners.size() - 1);
+        std::size_t b = a + 1;
+        while (b < owners.size() && cum[b] - cum[a] < want_bytes) ++b;
+        if (a == 0 && b == owners.size()) b = owners.size() - 1;  // never the whole device: that only relabels it
+        if (std::find(spans.begin(), spans.end(), std::pair{a, b}) == spans.end()) spans.emplace_back(a, b);
+      }
     }
     trials.clear();
     std::vector<char> moved(order.size(), 0);
@@ -180,7 +195,11 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
       std::size_t least = 0;
       for (std::size_t j = 1; j < trials.size(); ++j)
         if (key_less(results[j], results[least])) least = j;
-      if (!(memory_excess(results[least], c) < 0.9 * excess)) break;
+      if (!(memory_excess(results[least], c) < 0.9 * excess)) {
+        if (round >= o.rounds || o.more_rounds <= 0) break;
+        round = o.rounds - 1;  // on to the further rounds, from the same plan
+        continue;
+      }
       next = least;
     } else if (next == trials.size() || !(results[next].step_time < (1 - o.gain) * out.result.step_time)) {
       break;
