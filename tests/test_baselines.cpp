@@ -839,17 +839,19 @@ TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {
 }
 
 TEST_CASE("baselines: a plan fitted to memory in further rounds of several window sizes", "[baselines][memory]") {
-  // HEFT's devices for gnmt2's training graph (12,808 ops) on two V100s holding 0.8 of the plan's
-  // largest peak: the first 4 rounds' windows, sized by the live bytes, end with nothing that fits;
-  // with more_rounds, windows of 0.25-4x that size find a plan that fits.
-  const go::OpGraph g = go::make_training_graph(go::make_zoo_graph("gnmt2"));
-  const go::Cluster roomy = go::cluster_preset("v100x2");
-  go::Plan p = go::heft_plan(g, roomy);
+  // Human's plan for Inception-v3's training graph (863 ops) on four V100s holding 0.6 of the plan's
+  // largest peak: the first 4 rounds end with nothing that fits, and so do further rounds whose
+  // owners are weighed by the live bytes alone (found with a copy of fit_memory made so); weighed
+  // with the tensors they receive too, windows of 0.5-2x that size find a plan that fits.
+  const go::OpGraph g = go::make_training_graph(go::make_zoo_graph("inception_v3"));
+  const go::Cluster roomy = go::cluster_preset("v100x4");
+  const go::Simulator rsim(g, roomy);
+  go::Plan p = go::human_plan(g, roomy, {}, nullptr, &rsim);
   p.fusion.clear();
-  const go::SimResult whole = go::Simulator(g, roomy).simulate(p);
+  const go::SimResult whole = rsim.simulate(p);
   const std::int64_t largest = *std::max_element(whole.peak_memory.begin(), whole.peak_memory.end());
   go::Cluster c = roomy;
-  for (go::ClusterDevice& d : c.devices) d.spec.memory_bytes = static_cast<std::int64_t>(0.8 * static_cast<double>(largest));
+  for (go::ClusterDevice& d : c.devices) d.spec.memory_bytes = static_cast<std::int64_t>(0.6 * static_cast<double>(largest));
   const go::Simulator sim(g, c);
   go::SimWorkspace ws = sim.make_workspace();
   const go::MemoryFit first = go::fit_memory(sim, p, ws);
@@ -858,9 +860,9 @@ TEST_CASE("baselines: a plan fitted to memory in further rounds of several windo
   more.more_rounds = 12;
   const go::MemoryFit f = go::fit_memory(sim, p, ws, more);
   REQUIRE(f.fits());
-  CHECK(f.moves >= 1);
+  CHECK(f.moves > first.moves);
   CHECK(f.simulations > first.simulations);
-  CHECK(f.simulations <= first.simulations + 12 * 5 * 6 * 2);  // rounds x sizes x windows x targets
+  CHECK(f.simulations <= first.simulations + 12 * 3 * 6 * 4);  // rounds x sizes x windows x targets
   for (std::size_t d = 0; d < f.result.peak_memory.size(); ++d) CHECK(f.result.peak_memory[d] <= c.spec(static_cast<int>(d)).memory_bytes);
   CHECK(sim.simulate(f.plan).step_time == f.result.step_time);
   // the same answer on 2 threads

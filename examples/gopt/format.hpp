@@ -27,7 +27,8 @@ inline constexpr const char* kTimeLimitHelp =
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
 inline constexpr const char* kFitMemoryHelp =
     "every method: a plan that runs out of memory has op sets moved off the devices that overflow until it fits "
-    "(as GO's anchor does with its candidates, then with windows of several sizes where that finds none; the "
+    "(as GO's anchor does with its candidates, then, where that finds none, weighing ops with the tensors they "
+    "receive, with windows of several sizes; the "
     "moves' simulations count in optimize_seconds; off by default: "
     "a heuristic's plan is its rule's)";
 inline constexpr const char* kAnchorTiesHelp =
