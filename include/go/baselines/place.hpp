@@ -151,10 +151,11 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // were made. The first plan that fits is returned, else the attempt whose worst device is least
 // over its capacity. On a single device there is nothing to adjust: no re-runs.
 // With PlaceOptions::fit_memory, a plan still out of memory on more than one device then goes
-// through fit_memory() (with 12 further rounds of several window sizes where its first 4 end with
-// nothing that fits), its trials on the hardware's threads: the fitted plan is returned where one
-// fits (its simulations count in optimize_seconds and simulations, the note says how many op sets
-// moved), else the plan as it was, the note saying that none fits.
+// through fit_memory() (where its first 4 rounds end with nothing that fits, 12 further rounds that
+// also weigh the tensors each op receives, with windows of several sizes), its trials on the
+// hardware's threads: the fitted plan is returned where one fits (its simulations count in
+// optimize_seconds and simulations, the note says how many op sets moved), else the plan as it
+// was, the note saying that none fits.
 inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
   // SimOptions::cost = roofline: the methods' own cost estimates (op_times, anchors, features) see
   // the graph without measured times too, as the simulator does.
@@ -208,9 +209,9 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
       if (opts.fit_memory && r.status == SimStatus::out_of_memory && c.num_devices() > 1) {
         const auto t1 = std::chrono::steady_clock::now();
         const Simulator sim(g, c, opts.sim);
-        // with the further rounds of several window sizes: a baseline's plan is fitted once, so it
-        // may take more simulations than GO's anchor spends on its candidate (bench/README.md,
-        // "Plans fitted to memory")
+        // with the further rounds (received tensors, several window sizes): a baseline's plan is
+        // fitted once, so it may take more simulations than GO's anchor spends on its candidate
+        // (bench/README.md, "Plans fitted to memory")
         MemoryFitOptions mo;
         mo.more_rounds = 12;
         MemoryFit f = fit_memory(sim, r.plan, 0, mo);  // the trials on the hardware's threads
