@@ -865,6 +865,13 @@ TEST_CASE("baselines: a plan fitted to memory in further rounds of several windo
   CHECK(f.simulations <= first.simulations + 12 * 3 * 6 * 2);  // rounds x sizes x windows x targets
   for (std::size_t d = 0; d < f.result.peak_memory.size(); ++d) CHECK(f.result.peak_memory[d] <= c.spec(static_cast<int>(d)).memory_bytes);
   CHECK(sim.simulate(f.plan).step_time == f.result.step_time);
+  // no window sizes: the further rounds have nothing to try and end at once
+  go::MemoryFitOptions no_sizes = more;
+  no_sizes.more_sizes.clear();
+  const go::MemoryFit n = go::fit_memory(sim, p, ws, no_sizes);
+  CHECK(!n.fits());
+  CHECK(n.simulations == first.simulations);
+  CHECK(n.plan.device == first.plan.device);
   // the same answer on 2 threads
   const go::MemoryFit t = go::fit_memory(sim, p, 2, more);
   CHECK(t.plan.device == f.plan.device);

@@ -183,6 +183,7 @@ MemoryFit fit_memory(const OpGraph& g, const Cluster& c, Plan plan, SimResult wh
         dissolve_split_fusion(q);
         trials.push_back(std::move(q));
       }
+    if (trials.empty()) break;  // (no window sizes given)
     results.assign(trials.size(), SimResult{});
     simulate(std::span<const Plan>(trials), std::span<SimResult>(results));
     out.simulations += static_cast<int>(trials.size());
