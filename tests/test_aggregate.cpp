@@ -15,6 +15,7 @@
 #include "go/core/csr.hpp"
 #include "harness.hpp"
 
+namespace test_aggregate {
 using go::Csr;
 using go::CsrPair;
 using go::Rng;
@@ -479,3 +480,5 @@ TEST_CASE("aggregate autograd op: accumulation and no-grad", "[aggregate][grad]"
     CHECK(!go::aggregate(c, g, r).requires_grad());
   }
 }
+
+}  // namespace test_aggregate

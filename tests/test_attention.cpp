@@ -15,6 +15,7 @@
 #include "go/autograd/attention.hpp"
 #include "harness.hpp"
 
+namespace test_attention {
 namespace {
 
 using go::Shape;
@@ -514,3 +515,5 @@ TEST_CASE("seg_attention rejects bad shapes, dtypes and parameters with messages
   REQUIRE_THROWS_WITH(go::kernels::seg_attention_forward(bad, a.f32(), a.f32(), a.f32(), nullptr, nullptr),
                       Contains("heads = 0"));
 }
+
+}  // namespace test_attention

@@ -24,6 +24,7 @@
 #include "go/sim/sim.hpp"
 #include "tiny_graph.hpp"
 
+namespace test_baselines {
 using Catch::Matchers::Contains;
 
 namespace {
@@ -942,3 +943,5 @@ TEST_CASE("baselines: fusion groups split by a device move are unfused whole", "
   go::dissolve_split_fusion(none);
   CHECK(none.fusion.empty());
 }
+
+}  // namespace test_baselines

@@ -18,6 +18,7 @@
 #include "go/sim/calibrate.hpp"
 #include "go/sim/cluster.hpp"
 
+namespace test_calibrate {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -273,3 +274,5 @@ TEST_CASE("gopt calibrate on the L4 profiles: device JSON, cluster JSON, leave-o
   CHECK(std::count(bad_csv.err.begin(), bad_csv.err.end(), '\n') == 1);
   for (const auto& p : {out, cl, t4, broken}) fs::remove(p);
 }
+
+}  // namespace test_calibrate

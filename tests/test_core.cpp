@@ -4,6 +4,7 @@
 
 #include "go/core/core.hpp"
 
+namespace test_core {
 using namespace go;
 
 TEST_CASE("tensor: factories, views and checks", "[core]") {
@@ -96,3 +97,5 @@ TEST_CASE("rng: fixed seed gives a fixed sequence across builds", "[core]") {
   for (int i = 0; i < 1000; ++i) seen.insert(r.next_u64());
   REQUIRE(seen.size() == 1000);
 }
+
+}  // namespace test_core

@@ -13,6 +13,7 @@
 #include "go/sim/sim.hpp"
 #include "tiny_graph.hpp"
 
+namespace test_exact {
 using Catch::Matchers::Contains;
 
 namespace {
@@ -310,3 +311,5 @@ TEST_CASE("exact: two tensors of one producer to one device leave in tensor orde
   CHECK(e.plan.device[2] != e.plan.device[0]);
   CHECK(simulated_ms(g, c, e.plan) == Approx(6.2));
 }
+
+}  // namespace test_exact

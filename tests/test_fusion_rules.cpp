@@ -22,6 +22,7 @@
 #include "go/policy/to_plan.hpp"
 #include "go/sim/sim.hpp"
 
+namespace test_fusion_rules {
 using go::FusionGroups;
 using go::FusionProblem;
 using go::FusionRule;
@@ -862,3 +863,5 @@ TEST_CASE("anneal searches fusion: every proposal legal, fused groups found from
                     Catch::Contains("search: starting plan 0 has invalid fusion: fusion group") &&
                         Catch::Contains("is a library kernel of the backward pass"));
 }
+
+}  // namespace test_fusion_rules

@@ -16,6 +16,7 @@
 #include "go/graph/json.hpp"
 #include "go/graph/load.hpp"
 
+namespace test_graph {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -483,3 +484,5 @@ TEST_CASE("graph load: mutated ONNX files load or fail cleanly, never crash", "[
   CHECK(failed > 0);
   CHECK(failed + loaded == 150);
 }
+
+}  // namespace test_graph

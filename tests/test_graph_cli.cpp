@@ -21,6 +21,7 @@
 #include "go/graph/load.hpp"
 #include "info.hpp"
 
+namespace test_graph_cli {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -84,3 +85,5 @@ TEST_CASE("gopt info: bad input exits non-zero with one line naming the file", "
   }
   fs::remove_all(dir);
 }
+
+}  // namespace test_graph_cli

@@ -20,6 +20,7 @@
 #include "go/graph/neusight.hpp"
 #include "go/graph/training.hpp"
 
+namespace test_graph_neusight {
 namespace fs = std::filesystem;
 
 namespace {
@@ -292,3 +293,5 @@ TEST_CASE("neusight: malformed profiles are rejected with the file and the probl
     }
   }
 }
+
+}  // namespace test_graph_neusight

@@ -13,6 +13,7 @@
 #include "go/graph/onnx.hpp"
 #include "onnx_model_maker.hpp"
 
+namespace test_graph_onnx {
 using Catch::Matchers::Contains;
 
 namespace {
@@ -344,3 +345,5 @@ TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][error
     CHECK(out_shape(g, "r") == V{64, 3});
   }
 }
+
+}  // namespace test_graph_onnx

@@ -17,6 +17,7 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 
+namespace test_graph_profiles {
 namespace fs = std::filesystem;
 
 namespace {
@@ -166,3 +167,5 @@ TEST_CASE("dnn-partitioning: every graph loads with times, sizes, colocation and
   CHECK(st.kind_counts[go::op_kind_index(go::OpKind::conv)] == 53 * 2);  // Conv + ConvGrad
   CHECK(r50.op(0).colocation == 37);
 }
+
+}  // namespace test_graph_profiles

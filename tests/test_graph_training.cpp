@@ -13,6 +13,7 @@
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
 
+namespace test_graph_training {
 namespace {
 
 go::OpSpec make_op(std::int64_t id, std::string name, go::OpKind kind, std::vector<go::TensorRef> inputs,
@@ -275,3 +276,5 @@ TEST_CASE("graph: depth-first order with the weights first runs one stream throu
   CHECK(go::depth_first_topo_order(g2, true).size() == 3);
   CHECK(go::depth_first_topo_order(go::GraphBuilder().build(), true).empty());
 }
+
+}  // namespace test_graph_training

@@ -22,6 +22,7 @@
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 
+namespace test_graph_zoo {
 using Catch::Matchers::Contains;
 
 namespace {
@@ -565,3 +566,5 @@ TEST_CASE("zoo: the generic placement cuts the graph by depth into balanced bloc
   CHECK(pw[static_cast<std::size_t>(*w.find("input/chunk0/causal_conv"))] == 0);
   CHECK(pw[static_cast<std::size_t>(*w.find("head/loss"))] == 7);
 }
+
+}  // namespace test_graph_zoo

@@ -13,6 +13,7 @@
 #include "harness.hpp"
 #include "tiny_graph.hpp"
 
+namespace test_hdp {
 namespace {
 
 struct Tiny {
@@ -220,3 +221,5 @@ TEST_CASE("hdp: a place() method", "[hdp]") {
   CHECK(t.note.find("40 groups, 3 samples") != std::string::npos);
   CHECK(t.note.find("; trace samples:seconds:ms 1:") != std::string::npos);
 }
+
+}  // namespace test_hdp

@@ -14,6 +14,7 @@
 #include "go/nn/superposition.hpp"
 #include "harness.hpp"
 
+namespace test_nn {
 using namespace go;
 using go::test::check_gradients;
 using go::test::random_tensor;
@@ -289,3 +290,5 @@ TEST_CASE("nn fused ops accumulate gradients across backward passes and uses", "
     CHECK(worst <= 1e-5 * (1 + scale));
   }
 }
+
+}  // namespace test_nn

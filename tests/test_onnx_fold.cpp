@@ -13,6 +13,7 @@
 #include "go/graph/onnx.hpp"
 #include "onnx_model_maker.hpp"
 
+namespace test_onnx_fold {
 using namespace onnx_test;
 
 namespace {
@@ -166,3 +167,5 @@ TEST_CASE("onnx fold: transformer exports match their published multiply-accumul
     CHECK(matmul / 2.0 / 1e9 == Approx(c.gmacs).epsilon(0.05));
   }
 }
+
+}  // namespace test_onnx_fold

@@ -13,6 +13,7 @@
 #include "go/kernels/gemm.hpp"
 #include "harness.hpp"
 
+namespace test_ops {
 using namespace go;
 using go::test::check_gradients;
 using go::test::random_tensor;
@@ -619,3 +620,5 @@ TEST_CASE("host buffers are recycled without sharing live data", "[core]") {
   release_cached_host_memory();
   REQUIRE(detail::HostBlockCache::instance().cached_bytes() == 0);
 }
+
+}  // namespace test_ops

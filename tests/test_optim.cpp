@@ -9,6 +9,7 @@
 #include "go/optim/adam.hpp"
 #include "harness.hpp"
 
+namespace test_optim {
 using namespace go;
 
 namespace {
@@ -145,3 +146,5 @@ TEST_CASE("parameters: tensors of every dtype and empty tensors round-trip", "[o
   REQUIRE(in.tensors[3].second.shape() == Shape{0, 3});
   std::remove(path.c_str());
 }
+
+}  // namespace test_optim

@@ -22,6 +22,7 @@
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 
+namespace test_place_cli {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -380,3 +381,5 @@ TEST_CASE("gopt simulate / place / eval --cost roofline: measured times ignored;
     CHECK_THAT(bad.err, Contains("gopt " + cmd + ": unknown cost source 'flops' (known: measured, roofline)"));
   }
 }
+
+}  // namespace test_place_cli

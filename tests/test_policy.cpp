@@ -21,6 +21,7 @@
 #include "harness.hpp"
 #include "tiny_graph.hpp"
 
+namespace test_policy {
 using namespace go;
 using namespace go::policy;
 
@@ -827,3 +828,5 @@ TEST_CASE("GoPolicy on a zoo training graph: one pass, decoded into a plan the s
     CHECK(check_plan(g, to_plan(d), D) == "");
   }
 }
+
+}  // namespace test_policy

@@ -34,6 +34,7 @@
 #include "go/optim/adam.hpp"
 #include "go/policy/policy.hpp"
 
+namespace test_reliability {
 namespace fs = std::filesystem;
 using go::Tensor;
 using go::Variable;
@@ -534,3 +535,5 @@ TEST_CASE("a checkpoint cut at any byte is a clear error", "[reliability][io]") 
   std::ofstream(cut_path, std::ios::binary | std::ios::trunc) << bytes << "x";
   REQUIRE_THROWS_WITH(go::load_tensors(cut_path), Catch::Contains("truncated or padded"));
 }
+
+}  // namespace test_reliability

@@ -24,6 +24,7 @@
 #include "go/sim/sim.hpp"
 #include "rl_fixtures.hpp"
 
+namespace test_rl {
 using namespace go;
 using namespace go::rl;
 
@@ -1342,3 +1343,5 @@ TEST_CASE("The shipped pre-trained policy places an unseen ONNX model zero-shot"
   // zero-shot is at most 10% behind the anchor the policy starts from
   CHECK(r.step_time <= rep.anchor_step_time * 1.10);
 }
+
+}  // namespace test_rl

@@ -15,6 +15,7 @@
 #include "go/sim/bound.hpp"
 #include "go/sim/sim.hpp"
 
+namespace test_sim {
 namespace {
 
 const std::string kRepoData = GO_DATA_DIR;
@@ -913,3 +914,5 @@ TEST_CASE("critical path: parts add up to the step on random and fused plans", "
     }
   }
 }
+
+}  // namespace test_sim

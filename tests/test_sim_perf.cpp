@@ -12,6 +12,7 @@
 #include "go/sim/sim.hpp"
 #include "sim_same.hpp"
 
+namespace test_sim_perf {
 namespace {
 
 go::Cluster one_cluster(int n) {
@@ -176,3 +177,5 @@ TEST_CASE("a reused workspace gives a fresh workspace's results across fused and
   CHECK(fused_invalid > 20);
   CHECK(illegal > 10);
 }
+
+}  // namespace test_sim_perf

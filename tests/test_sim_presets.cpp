@@ -16,6 +16,7 @@
 #include "go/graph/training.hpp"
 #include "go/sim/sim.hpp"
 
+namespace test_sim_presets {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -235,3 +236,5 @@ TEST_CASE("roofline cost source on a PipeDream profile: simulator and baselines"
     CHECK(r.step_time == step(g, c, r.plan, go::CostSource::roofline));
   }
 }
+
+}  // namespace test_sim_presets

@@ -30,6 +30,7 @@
 #include "go/graph/zoo.hpp"
 #include "sim_same.hpp"
 
+namespace test_sim_random {
 namespace {
 
 struct RefResult {
@@ -633,3 +634,5 @@ TEST_CASE("random non-convex or illegal fusion is caught, with the reason check_
   CHECK(invalid > 100);
   CHECK(illegal > 100);
 }
+
+}  // namespace test_sim_random

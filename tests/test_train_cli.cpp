@@ -16,6 +16,7 @@
 #include "go/core/file.hpp"
 #include "go/rl/ppo.hpp"
 
+namespace test_train_cli {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -154,3 +155,5 @@ TEST_CASE("gopt train: --init-policy errors name the file and the problem", "[rl
   CHECK_FALSE(fs::exists(out));
   for (const auto& p : {cfg, pre, pre + ".csv", other}) fs::remove(p);
 }
+
+}  // namespace test_train_cli
