@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/go.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"

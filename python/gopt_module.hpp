@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/sim/cluster.hpp"

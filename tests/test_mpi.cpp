@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "go/graph/graph.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/rl/all.hpp"
 #include "go/rl/distributed.hpp"
 #include "go/rl/mpi.hpp"

@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
+#include "go/core/file.hpp"
 #include "go/nn/module.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/optim/adam.hpp"
 #include "harness.hpp"
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/baselines/fusion.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/baselines/place.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"

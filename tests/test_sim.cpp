@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/baselines/fusion.hpp"
 #include "go/core/rng.hpp"
 #include "go/graph/load.hpp"

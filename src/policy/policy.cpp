@@ -9,6 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "go/nn/serialize.hpp"
+
 namespace go::policy {
 
 GoPolicy::GoPolicy(PolicyConfig cfg) : cfg_(std::move(cfg)) {
@@ -162,6 +166,8 @@ Actions GoPolicy::act(const PolicyGraph& g, int num_devices, Rng* rng, bool gree
   NoGradGuard no_grad;
   return forward(g, num_devices, greedy ? Decode::greedy : Decode::sample, nullptr, rng).actions;
 }
+
+void GoPolicy::save_policy(const std::string& path) const { save(path, {{"config", cfg_.to_json()}}); }
 
 std::shared_ptr<GoPolicy> GoPolicy::load_policy(const std::string& path) {
   const LoadedTensors lt = load_tensors(path);

@@ -13,10 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/baselines/place.hpp"
 #include "go/baselines/relabel.hpp"
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/rl/anchor.hpp"
 #include "go/rl/hdp.hpp"
 #include "go/rl/ppo.hpp"

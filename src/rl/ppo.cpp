@@ -587,4 +587,45 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
   }
 }
 
+TrainConfig PpoTrainer::checkpoint_config(const std::string& path) {
+  const LoadedTensors lt = load_tensors(path);
+  GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint");
+  return TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
+}
+
+nlohmann::json PpoTrainer::actions_json(const policy::Actions& a) {
+  auto ints = [](const Tensor& t) {
+    return std::vector<std::int32_t>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());
+  };
+  return {{"device", ints(a.device)}, {"priority", ints(a.priority)}, {"fuse", ints(a.fuse)}};
+}
+policy::Actions PpoTrainer::actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what) {
+  auto tensor = [&](const char* key) {
+    const auto v = j.at(key).get<std::vector<std::int32_t>>();
+    GO_CHECK(static_cast<std::int64_t>(v.size()) == rows, what, " has ", v.size(), " ", key, " actions for ", rows,
+             " ops");
+    Tensor t = Tensor::empty(Shape{rows}, DType::i32);
+    std::copy(v.begin(), v.end(), t.data<std::int32_t>());
+    return t;
+  };
+  return {tensor("device"), tensor("priority"), tensor("fuse")};
+}
+
+std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) {
+  LoadedTensors lt = load_tensors(path);
+  if (lt.meta.value("format", "") != "go-ppo-checkpoint") return policy::GoPolicy::load_policy(path);
+  const TrainConfig c = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
+  auto p = std::make_shared<policy::GoPolicy>(c.policy);
+  std::unordered_map<std::string, const Tensor*> by_name;
+  for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
+  for (auto& [n, v] : p->named_parameters()) {
+    auto it = by_name.find("policy/" + n);
+    GO_CHECK(it != by_name.end() && it->second->shape() == v.shape(), path, ": policy tensor '", n,
+             "' missing or of the wrong shape");
+    Tensor dst = v.value();
+    dst.copy_from(*it->second);
+  }
+  return p;
+}
+
 }  // namespace go::rl

@@ -30,6 +30,8 @@
 #include <typeinfo>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "go/core/error.hpp"
 #include "go/graph/dnn_partitioning.hpp"
 #include "go/graph/io.hpp"

@@ -7,8 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "go/autograd/autograd.hpp"
-#include "go/nn/serialize.hpp"
 
 namespace go::nn {
 
@@ -36,17 +37,12 @@ class Module {
     for (auto& [n, p] : named_parameters()) p.zero_grad();
   }
 
-  void save(const std::string& path, const nlohmann::json& meta = {}) const {
-    NamedTensors t;
-    for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
-    save_tensors(path, t, meta);
-  }
-  // Loads values in place; names and shapes must match this module exactly.
-  nlohmann::json load(const std::string& path) {
-    NamedTensors t;
-    for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
-    return load_tensors_into(path, t);
-  }
+  // Writes the parameters to a go parameter file (go/nn/serialize.hpp), with `meta` as its
+  // metadata (src/nn/module.cpp).
+  void save(const std::string& path) const;
+  void save(const std::string& path, const nlohmann::json& meta) const;
+  // Loads values in place; names and shapes must match this module exactly. Returns the metadata.
+  nlohmann::json load(const std::string& path);
 
  protected:
   Variable& register_parameter(const std::string& name, Tensor value) {

@@ -138,7 +138,7 @@ class GoPolicy : public nn::Module {
   Actions act(const PolicyGraph& g, int num_devices, Rng* rng, bool greedy = false) const;
 
   // Saves the parameters with the config as metadata; load() checks the names and shapes.
-  void save_policy(const std::string& path) const { save(path, {{"config", cfg_.to_json()}}); }
+  void save_policy(const std::string& path) const;
   // Builds a policy from a file written by save_policy().
   static std::shared_ptr<GoPolicy> load_policy(const std::string& path);
 

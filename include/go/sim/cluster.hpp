@@ -62,7 +62,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
@@ -268,229 +268,13 @@ inline std::vector<std::string> cluster_preset_names() {
           "l4x4",             "mi100x4",          "mi210x4",          "mi250x8"};
 }
 
-namespace detail {
-
-struct SimJson {
-  std::string at;  // "<source>: "
-
-  [[noreturn]] void fail(const std::string& ctx, const std::string& what) const { GO_FAIL(at, ctx, what); }
-
-  double number(const nlohmann::json& j, const std::string& ctx) const {
-    if (!j.is_number()) fail(ctx, "must be a number");
-    const double v = j.get<double>();
-    if (!std::isfinite(v)) fail(ctx, "must be finite");
-    return v;
-  }
-  double number(const nlohmann::json& obj, const char* key, const std::string& ctx, double def) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return def;
-    return number(*it, ctx + "\"" + key + "\" ");
-  }
-  std::int64_t integer(const nlohmann::json& j, const std::string& ctx) const {
-    if (j.is_number_integer()) return j.get<std::int64_t>();
-    if (j.is_number_float()) {
-      const double v = j.get<double>();
-      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e18) return static_cast<std::int64_t>(v);
-    }
-    fail(ctx, "must be an integer");
-  }
-  std::int64_t integer(const nlohmann::json& obj, const char* key, const std::string& ctx, std::int64_t def) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return def;
-    return integer(*it, ctx + "\"" + key + "\" ");
-  }
-  std::string string(const nlohmann::json& obj, const char* key, const std::string& ctx, std::string def) const {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return def;
-    if (!it->is_string()) fail(ctx, std::string("\"") + key + "\" must be a string");
-    return it->get<std::string>();
-  }
-};
-
-inline nlohmann::json sim_parse_json(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const nlohmann::json::exception& e) {
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
-    GO_FAIL(source, ": invalid JSON: ", msg);
-  }
-}
-
-inline DeviceSpec sim_device_from_json(const nlohmann::json& j, const SimJson& r, const std::string& ctx) {
-  if (!j.is_object()) r.fail(ctx, "must be an object");
-  const std::string type = r.string(j, "type", ctx, "v100");
-  DeviceSpec s;
-  try {
-    s = DeviceSpec::preset(type);
-  } catch (const Error& e) {
-    r.fail(ctx, e.what());
-  }
-  s.peak_flops = r.number(j, "peak_flops", ctx, s.peak_flops);
-  s.mem_bandwidth = r.number(j, "mem_bandwidth", ctx, s.mem_bandwidth);
-  s.launch_overhead = r.number(j, "launch_overhead", ctx, s.launch_overhead);
-  s.memory_bytes = r.integer(j, "memory_bytes", ctx, s.memory_bytes);
-  s.bandwidth_efficiency = r.number(j, "bandwidth_efficiency", ctx, s.bandwidth_efficiency);
-  for (auto [key, arr] : {std::pair{"compute_efficiency", &s.compute_efficiency}, std::pair{"memory_efficiency", &s.memory_efficiency}}) {
-    auto ce = j.find(key);
-    if (ce == j.end() || ce->is_null()) continue;
-    const std::string q = std::string("\"") + key + "\"";
-    if (!ce->is_object()) r.fail(ctx, q + " must be an object of op kind -> fraction");
-    for (auto it = ce->begin(); it != ce->end(); ++it) {
-      auto k = parse_op_kind(it.key());
-      if (!k) r.fail(ctx, q + " names unknown op kind '" + it.key() + "'");
-      (*arr)[op_kind_index(*k)] = r.number(it.value(), ctx + q + "." + it.key() + " ");
-    }
-  }
-  return s;
-}
-
-// A link parameter: a number (every pair) or an n x n matrix.
-inline void sim_link_values(const nlohmann::json& j, std::size_t n, std::vector<double>& out, const SimJson& r,
-                            const std::string& ctx) {
-  out.assign(n * n, 0.0);
-  if (j.is_number()) {
-    out.assign(n * n, r.number(j, ctx));
-    return;
-  }
-  if (!j.is_array() || j.size() != n) r.fail(ctx, "must be a number or a " + std::to_string(n) + " x " + std::to_string(n) + " matrix");
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& row = j[i];
-    if (!row.is_array() || row.size() != n)
-      r.fail(ctx, "row " + std::to_string(i) + " must have " + std::to_string(n) + " entries");
-    for (std::size_t k = 0; k < n; ++k) {
-      if (i == k && row[k].is_null()) continue;
-      out[i * n + k] = r.number(row[k], ctx + "[" + std::to_string(i) + "][" + std::to_string(k) + "] ");
-    }
-  }
-}
-
-}  // namespace detail
-
-inline Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
-  detail::SimJson r{source + ": "};
-  if (!j.is_object()) r.fail("", "a cluster must be a JSON object");
-  const std::string fmt = r.string(j, "format", "", "go-cluster");
-  if (fmt != "go-cluster") r.fail("", "\"format\" is '" + fmt + "', expected 'go-cluster'");
-  const std::int64_t version = r.integer(j, "version", "", 1);
-  if (version != 1) r.fail("", "unsupported cluster version " + std::to_string(version));
-  Cluster c;
-  c.name = r.string(j, "name", "", std::filesystem::path(source).stem().string());
-  auto dit = j.find("devices");
-  if (dit == j.end()) r.fail("", "missing \"devices\"");
-  if (dit->is_object()) {
-    const std::int64_t count = r.integer(*dit, "count", "devices: ", 0);
-    if (count < 1 || count > 4096) r.fail("devices: ", "\"count\" must be in [1, 4096], got " + std::to_string(count));
-    const DeviceSpec s = detail::sim_device_from_json(*dit, r, "devices: ");
-    detail::sim_name_devices(c, s, static_cast<std::int32_t>(count));
-  } else if (dit->is_array()) {
-    if (dit->empty()) r.fail("", "\"devices\" is empty");
-    if (dit->size() > 4096) r.fail("", "more than 4096 devices");
-    for (std::size_t i = 0; i < dit->size(); ++i) {
-      const std::string ctx = "device " + std::to_string(i) + ": ";
-      ClusterDevice d;
-      d.spec = detail::sim_device_from_json((*dit)[i], r, ctx);
-      d.name = r.string((*dit)[i], "name", ctx, "gpu" + std::to_string(i));
-      c.devices.push_back(std::move(d));
-    }
-  } else {
-    r.fail("", "\"devices\" must be an object {\"count\", \"type\", ...} or an array of devices");
-  }
-  const std::size_t n = c.devices.size();
-  const std::string ch = r.string(j, "channels", "", "duplex");
-  if (ch == "duplex") c.channels = ChannelModel::duplex;
-  else if (ch == "shared") c.channels = ChannelModel::shared;
-  else if (ch == "sender") c.channels = ChannelModel::sender;
-  else r.fail("", "\"channels\" is '" + ch + "', expected duplex, shared or sender");
-  auto lit = j.find("links");
-  if (lit == j.end() || !lit->is_object()) r.fail("", "missing \"links\" object");
-  const nlohmann::json& L = *lit;
-  const std::string topo = r.string(L, "topology", "links: ", "");
-  if (topo.empty()) {
-    auto bw = L.find("bandwidth"), lat = L.find("latency");
-    if (bw == L.end()) r.fail("links: ", "missing \"bandwidth\"");
-    detail::sim_link_values(*bw, n, c.bandwidth, r, "links: \"bandwidth\" ");
-    if (lat == L.end()) c.latency.assign(n * n, 0.0);
-    else detail::sim_link_values(*lat, n, c.latency, r, "links: \"latency\" ");
-  } else if (topo == "groups") {
-    const std::int64_t gs = r.integer(L, "group_size", "links: ", 0);
-    if (gs < 1) r.fail("links: ", "\"group_size\" must be positive");
-    auto intra = L.find("intra"), inter = L.find("inter");
-    if (intra == L.end() || !intra->is_object() || inter == L.end() || !inter->is_object())
-      r.fail("links: ", "topology 'groups' needs \"intra\" and \"inter\" objects with bandwidth and latency");
-    const double ib = r.number(*intra, "bandwidth", "links: intra: ", 0), il = r.number(*intra, "latency", "links: intra: ", 0);
-    const double xb = r.number(*inter, "bandwidth", "links: inter: ", 0), xl = r.number(*inter, "latency", "links: inter: ", 0);
-    Cluster g = Cluster::grouped(c.name, c.devices[0].spec, static_cast<std::int32_t>(n), static_cast<std::int32_t>(gs),
-                                 ib, il, xb, xl);
-    c.bandwidth = std::move(g.bandwidth);
-    c.latency = std::move(g.latency);
-  } else {
-    r.fail("links: ", "unknown \"topology\" '" + topo + "' (expected 'groups', or give bandwidth/latency)");
-  }
-  for (std::size_t i = 0; i < n; ++i) {  // diagonal: never used, keep it valid
-    c.bandwidth[i * n + i] = std::numeric_limits<double>::infinity();
-    c.latency[i * n + i] = 0.0;
-  }
-  c.validate(r.at);
-  return c;
-}
-
+// Reading and writing go-cluster JSON (src/sim/json.cpp): errors name `source` and the field.
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& source);
 // A device's fields as a go-cluster device object reads them (every field, so it round-trips).
-inline nlohmann::json device_to_json(const DeviceSpec& s) {
-  nlohmann::json jd;
-  jd["type"] = s.name;
-  jd["peak_flops"] = s.peak_flops;
-  jd["mem_bandwidth"] = s.mem_bandwidth;
-  jd["memory_bytes"] = s.memory_bytes;
-  jd["launch_overhead"] = s.launch_overhead;
-  jd["bandwidth_efficiency"] = s.bandwidth_efficiency;
-  nlohmann::json ce = nlohmann::json::object();
-  for (std::size_t k = 0; k < kNumOpKinds; ++k) ce[std::string(kOpKindNames[k])] = s.compute_efficiency[k];
-  jd["compute_efficiency"] = std::move(ce);
-  nlohmann::json me = nlohmann::json::object();
-  for (std::size_t k = 0; k < kNumOpKinds; ++k) me[std::string(kOpKindNames[k])] = s.memory_efficiency[k];
-  jd["memory_efficiency"] = std::move(me);
-  return jd;
-}
-
-inline nlohmann::json cluster_to_json(const Cluster& c) {
-  using nlohmann::json;
-  json j;
-  j["format"] = "go-cluster";
-  j["version"] = 1;
-  j["name"] = c.name;
-  j["channels"] = std::string(channel_model_name(c.channels));
-  json devs = json::array();
-  for (const ClusterDevice& d : c.devices) {
-    json jd = device_to_json(d.spec);
-    jd["name"] = d.name;
-    devs.push_back(std::move(jd));
-  }
-  j["devices"] = std::move(devs);
-  const std::size_t n = c.devices.size();
-  json bw = json::array(), lat = json::array();
-  for (std::size_t i = 0; i < n; ++i) {
-    json rb = json::array(), rl = json::array();
-    for (std::size_t k = 0; k < n; ++k) {
-      if (i == k) {
-        rb.push_back(nullptr);
-        rl.push_back(nullptr);
-      } else {
-        rb.push_back(c.bandwidth[i * n + k]);
-        rl.push_back(c.latency[i * n + k]);
-      }
-    }
-    bw.push_back(std::move(rb));
-    lat.push_back(std::move(rl));
-  }
-  j["links"] = {{"bandwidth", std::move(bw)}, {"latency", std::move(lat)}};
-  return j;
-}
-
-inline Cluster parse_cluster(std::string_view text, const std::string& source) {
-  return cluster_from_json(detail::sim_parse_json(text, source), source);
-}
+nlohmann::json device_to_json(const DeviceSpec& s);
+nlohmann::json cluster_to_json(const Cluster& c);
+Cluster parse_cluster(std::string_view text, const std::string& source);
+void save_cluster(const Cluster& c, const std::string& path);
 
 // A preset name ("v100x4") or a go-cluster JSON file.
 inline Cluster load_cluster(const std::string& preset_or_path) {
@@ -500,10 +284,6 @@ inline Cluster load_cluster(const std::string& preset_or_path) {
                        std::filesystem::exists(preset_or_path, ec);
   if (!is_file) return cluster_preset(preset_or_path);
   return parse_cluster(read_file(preset_or_path), preset_or_path);
-}
-
-inline void save_cluster(const Cluster& c, const std::string& path) {
-  write_file_atomic(path, cluster_to_json(c).dump(1) + "\n");
 }
 
 }  // namespace go

@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
@@ -241,151 +241,15 @@ inline void dissolve_split_fusion(Plan& p) {
     if (f >= 0 && static_cast<std::size_t>(f) < n && dev[static_cast<std::size_t>(f)] == -2) f = -1;
 }
 
-inline nlohmann::json plan_to_json(const Plan& p, const OpGraph& g) {
-  check_plan_sizes(p, g.num_ops());
-  nlohmann::json j;
-  j["format"] = "go-plan";
-  j["version"] = 1;
-  j["graph"] = g.info().name.empty() ? g.info().source : g.info().name;
-  j["num_ops"] = g.num_ops();
-  if (p.device.empty()) j["device"] = std::vector<std::int32_t>(static_cast<std::size_t>(g.num_ops()), 0);
-  else j["device"] = p.device;
-  if (!p.priority.empty()) j["priority"] = p.priority;
-  if (!p.fusion.empty()) j["fusion"] = p.fusion;
-  return j;
-}
-
-namespace detail {
-
-inline std::unordered_map<std::int64_t, OpId> sim_source_ids(const OpGraph& g, const std::string& at) {
-  std::unordered_map<std::int64_t, OpId> m;
-  m.reserve(static_cast<std::size_t>(g.num_ops()) * 2);
-  for (const Op& o : g.ops()) {
-    auto [it, fresh] = m.emplace(o.source_id, o.id);
-    GO_CHECK(fresh, at, "the graph has two ops with source id ", o.source_id, " (", g.label(it->second), " and ",
-             g.label(o.id), "): cannot map a placement by id");
-  }
-  return m;
-}
-
-// Per-device lists of source ids -> Plan::device.
-inline Plan sim_plan_from_lists(const std::vector<std::vector<std::int64_t>>& lists, const OpGraph& g,
-                                const std::string& at, const char* what) {
-  const auto ids = sim_source_ids(g, at);
-  Plan p;
-  p.device.assign(static_cast<std::size_t>(g.num_ops()), -1);
-  for (std::size_t d = 0; d < lists.size(); ++d)
-    for (std::int64_t id : lists[d]) {
-      auto it = ids.find(id);
-      GO_CHECK(it != ids.end(), at, what, " ", d, " lists node id ", id, ", which is not in the graph");
-      std::int32_t& slot = p.device[static_cast<std::size_t>(it->second)];
-      GO_CHECK(slot < 0, at, g.label(it->second), " is listed twice (", what, " ", slot, " and ", d, ")");
-      slot = static_cast<std::int32_t>(d);
-    }
-  for (OpId i = 0; i < g.num_ops(); ++i)
-    GO_CHECK(p.device[static_cast<std::size_t>(i)] >= 0, at, g.label(i), " is not placed on any ", what);
-  return p;
-}
-
-inline std::vector<std::int64_t> sim_id_list(const nlohmann::json& j, const SimJson& r, const std::string& ctx) {
-  if (!j.is_array()) r.fail(ctx, "must be an array of node ids");
-  std::vector<std::int64_t> v;
-  v.reserve(j.size());
-  for (const auto& x : j) v.push_back(r.integer(x, ctx));
-  return v;
-}
-
-}  // namespace detail
-
+// Reading and writing go-plan JSON and the other placement formats above (src/sim/json.cpp):
+// errors name `source` and the field.
+nlohmann::json plan_to_json(const Plan& p, const OpGraph& g);
 // The human-expert split format of msr-fiddle/dnn-partitioning.
-inline Plan plan_from_expert_split(const nlohmann::json& j, const OpGraph& g, const std::string& source) {
-  detail::SimJson r{source + ": "};
-  if (!j.is_object()) r.fail("", "an expert split must be a JSON object");
-  auto f = j.find("fpgas");
-  if (f == j.end() || !f->is_array()) r.fail("", "missing \"fpgas\" array");
-  std::vector<std::vector<std::int64_t>> lists;
-  for (std::size_t d = 0; d < f->size(); ++d) {
-    const std::string ctx = "fpgas[" + std::to_string(d) + "]: ";
-    if (!(*f)[d].is_object()) r.fail(ctx, "must be an object with \"nodes\"");
-    auto nodes = (*f)[d].find("nodes");
-    if (nodes == (*f)[d].end()) r.fail(ctx, "missing \"nodes\"");
-    lists.push_back(detail::sim_id_list(*nodes, r, ctx + "\"nodes\" "));
-  }
-  auto c = j.find("cpus");
-  if (c != j.end() && c->is_array())
-    for (std::size_t k = 0; k < c->size(); ++k) {
-      auto nodes = (*c)[k].find("nodes");
-      if (nodes != (*c)[k].end() && nodes->is_array() && !nodes->empty())
-        r.fail("cpus[" + std::to_string(k) + "]: ", "places " + std::to_string(nodes->size()) +
-                                                    " node(s) on a CPU; CPU placement is not modelled");
-    }
-  return detail::sim_plan_from_lists(lists, g, r.at, "device");
-}
-
-inline Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string& source) {
-  detail::SimJson r{source + ": "};
-  if (!j.is_object()) r.fail("", "a plan must be a JSON object");
-  if (j.contains("fpgas")) return plan_from_expert_split(j, g, source);
-  const std::string fmt = r.string(j, "format", "", "go-plan");
-  if (fmt != "go-plan") r.fail("", "\"format\" is '" + fmt + "', expected 'go-plan'");
-  const std::int64_t version = r.integer(j, "version", "", 1);
-  if (version != 1) r.fail("", "unsupported plan version " + std::to_string(version));
-  const auto n = static_cast<std::size_t>(g.num_ops());
-  const std::int64_t num_ops = r.integer(j, "num_ops", "", static_cast<std::int64_t>(n));
-  if (num_ops != static_cast<std::int64_t>(n))
-    r.fail("", "the plan is for " + std::to_string(num_ops) + " ops but the graph has " + std::to_string(n));
-  Plan p;
-  auto dl = j.find("device_ops");
-  auto dv = j.find("device");
-  if (dl != j.end() && dv != j.end()) r.fail("", "give either \"device\" or \"device_ops\", not both");
-  if (dl != j.end()) {
-    if (!dl->is_array()) r.fail("", "\"device_ops\" must be an array of per-device id lists");
-    std::vector<std::vector<std::int64_t>> lists;
-    for (std::size_t d = 0; d < dl->size(); ++d)
-      lists.push_back(detail::sim_id_list((*dl)[d], r, "device_ops[" + std::to_string(d) + "] "));
-    p.device = detail::sim_plan_from_lists(lists, g, r.at, "device").device;
-  } else if (dv != j.end()) {
-    if (!dv->is_array() || dv->size() != n)
-      r.fail("", "\"device\" must be an array of " + std::to_string(n) + " device indices");
-    p.device.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t d = r.integer((*dv)[i], "device[" + std::to_string(i) + "] ");
-      if (d < 0 || d > 1 << 20) r.fail("", "device[" + std::to_string(i) + "] is " + std::to_string(d));
-      p.device[i] = static_cast<std::int32_t>(d);
-    }
-  }
-  if (auto pr = j.find("priority"); pr != j.end() && !pr->is_null()) {
-    if (!pr->is_array() || pr->size() != n) r.fail("", "\"priority\" must be an array of " + std::to_string(n) + " numbers");
-    p.priority.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = r.number((*pr)[i], "priority[" + std::to_string(i) + "] ");
-      if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
-        r.fail("", "priority[" + std::to_string(i) + "] is outside the float range");
-      p.priority[i] = static_cast<float>(v);
-    }
-  }
-  if (auto fu = j.find("fusion"); fu != j.end() && !fu->is_null()) {
-    if (!fu->is_array() || fu->size() != n) r.fail("", "\"fusion\" must be an array of " + std::to_string(n) + " group ids");
-    p.fusion.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t f = r.integer((*fu)[i], "fusion[" + std::to_string(i) + "] ");
-      if (f < -1 || f >= static_cast<std::int64_t>(n))
-        r.fail("", "fusion[" + std::to_string(i) + "] is " + std::to_string(f) + " (valid: -1, or 0 to " +
-                       std::to_string(n - 1) + ")");
-      p.fusion[i] = static_cast<std::int32_t>(f);
-    }
-  }
-  return p;
-}
-
-inline Plan parse_plan(std::string_view text, const OpGraph& g, const std::string& source) {
-  return plan_from_json(detail::sim_parse_json(text, source), g, source);
-}
+Plan plan_from_expert_split(const nlohmann::json& j, const OpGraph& g, const std::string& source);
+Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string& source);
+Plan parse_plan(std::string_view text, const OpGraph& g, const std::string& source);
+void save_plan(const Plan& p, const OpGraph& g, const std::string& path);
 
 inline Plan load_plan(const std::string& path, const OpGraph& g) { return parse_plan(read_file(path), g, path); }
-
-inline void save_plan(const Plan& p, const OpGraph& g, const std::string& path) {
-  write_file_atomic(path, plan_to_json(p, g).dump() + "\n");
-}
 
 }  // namespace go

@@ -1,0 +1,25 @@
+// go::nn::Module's parameter files (go/nn/module.hpp), in go/nn/serialize.hpp's format.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "go/nn/module.hpp"
+#include "go/nn/serialize.hpp"
+
+namespace go::nn {
+
+void Module::save(const std::string& path) const { save(path, nlohmann::json()); }
+
+void Module::save(const std::string& path, const nlohmann::json& meta) const {
+  NamedTensors t;
+  for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
+  save_tensors(path, t, meta);
+}
+
+nlohmann::json Module::load(const std::string& path) {
+  NamedTensors t;
+  for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
+  return load_tensors_into(path, t);
+}
+
+}  // namespace go::nn
