@@ -1,6 +1,6 @@
 #pragma once
-// Reading the keys of a JSON config object (go/policy/config.hpp, go/rl/config.hpp) with one-line
-// errors that name the config and the key.
+// Reading the keys of a JSON config object (PolicyConfig and TrainConfig, src/policy/config.cpp and
+// src/rl/config.cpp) with one-line errors that name the config and the key.
 #include <cstdint>
 #include <string>
 
