@@ -13,7 +13,10 @@
 #include "train.hpp"
 #include "cli_capture.hpp"
 #include "rl_fixtures.hpp"
+#include <nlohmann/json.hpp>
+
 #include "go/core/file.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/rl/ppo.hpp"
 
 namespace test_train_cli {
@@ -153,7 +156,28 @@ TEST_CASE("gopt train: --init-policy errors name the file and the problem", "[rl
   CHECK(count_lines(big.err) == 1);
   CHECK_THAT(big.err, Contains("16 devices") && Contains("at most 8"));
   CHECK_FALSE(fs::exists(out));
-  for (const auto& p : {cfg, pre, pre + ".csv", other}) fs::remove(p);
+
+  // a PPO checkpoint whose metadata lost its training config: an error naming the file, from
+  // --init-policy and from the library's readers alike; the same tensors saved as a policy file
+  // alone are not a checkpoint (no config), and the intact checkpoint's config is the one it ran
+  go::LoadedTensors lt = go::load_tensors(pre);
+  REQUIRE(go::rl::PpoTrainer::saved_config(lt, pre));
+  CHECK(go::rl::PpoTrainer::saved_config(lt, pre)->to_json() == go::rl::PpoTrainer::checkpoint_config(pre).to_json());
+  CHECK(go::rl::PpoTrainer::saved_config(lt, pre)->policy.hidden == 16);
+  const std::string nocfg = tmp_path("e_nocfg.ckpt"), alone = tmp_path("e_alone.bin");
+  lt.meta.erase("config");
+  go::save_tensors(nocfg, lt.tensors, lt.meta);
+  const auto lost = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--init-policy", nocfg, "--out", out});
+  CHECK(lost.code != 0);
+  CHECK(count_lines(lost.err) == 1);
+  CHECK_THAT(lost.err, Contains(nocfg) && Contains("without its training config"));
+  CHECK_THROWS_WITH(go::rl::load_policy(nocfg), Contains(nocfg) && Contains("without its training config"));
+  CHECK_THROWS_WITH(go::rl::PpoTrainer::checkpoint_config(nocfg), Contains(nocfg) && Contains("without its training config"));
+  go::rl::load_policy(pre)->save_policy(alone);
+  CHECK_FALSE(go::rl::PpoTrainer::saved_config(go::load_tensors(alone), alone));
+  CHECK_THROWS_WITH(go::rl::PpoTrainer::checkpoint_config(alone), Contains(alone) && Contains("not a PPO checkpoint"));
+  CHECK(same_weights(pre, alone));
+  for (const auto& p : {cfg, pre, pre + ".csv", other, nocfg, alone}) fs::remove(p);
 }
 
 }  // namespace test_train_cli

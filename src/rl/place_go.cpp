@@ -50,10 +50,7 @@ std::string ms(double t) {
 TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
                             int samples, std::uint64_t seed, const std::string& anchor_ties,
                             const std::string& anchor_placements) {
-  const LoadedTensors lt = load_tensors(policy_path);
-  TrainConfig cfg = lt.meta.value("format", "") == "go-ppo-checkpoint"
-                        ? TrainConfig::from_saved_json(lt.meta.at("config"), policy_path + ": config")
-                        : TrainConfig{};
+  TrainConfig cfg = PpoTrainer::saved_config(load_tensors(policy_path), policy_path).value_or(TrainConfig{});
   cfg.policy = policy.config();
   cfg.updates = std::max<std::int64_t>(0, finetune);
   cfg.seed = seed;

@@ -503,10 +503,10 @@ void PpoTrainer::save_checkpoint(const std::string& path) const {
 
 void PpoTrainer::load_checkpoint(const std::string& path) {
   LoadedTensors lt = load_tensors(path);
-  GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint (format ",
-           lt.meta.value("format", std::string("?")), ")");
+  const std::optional<TrainConfig> saved_cfg = saved_config(lt, path);
+  GO_CHECK(saved_cfg, path, ": not a PPO checkpoint (a policy file? resume from the checkpoint gopt train wrote)");
+  const TrainConfig& saved = *saved_cfg;
   try {
-    TrainConfig saved = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
     auto comparable = [](const TrainConfig& c) {
       nlohmann::json j = c.to_json();
       j.erase("updates");
@@ -587,10 +587,17 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
   }
 }
 
+std::optional<TrainConfig> PpoTrainer::saved_config(const LoadedTensors& lt, const std::string& path) {
+  const nlohmann::json& m = lt.meta;
+  if (!m.is_object() || !m.contains("format") || m.at("format") != "go-ppo-checkpoint") return std::nullopt;
+  GO_CHECK(m.contains("config"), path, ": a PPO checkpoint without its training config (\"config\" in its metadata)");
+  return TrainConfig::from_saved_json(m.at("config"), path + ": config");
+}
+
 TrainConfig PpoTrainer::checkpoint_config(const std::string& path) {
-  const LoadedTensors lt = load_tensors(path);
-  GO_CHECK(lt.meta.value("format", "") == "go-ppo-checkpoint", path, ": not a PPO checkpoint");
-  return TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
+  const std::optional<TrainConfig> c = saved_config(load_tensors(path), path);
+  GO_CHECK(c, path, ": not a PPO checkpoint");
+  return *c;
 }
 
 nlohmann::json PpoTrainer::actions_json(const policy::Actions& a) {
@@ -613,9 +620,9 @@ policy::Actions PpoTrainer::actions_from_json(const nlohmann::json& j, std::int6
 
 std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) {
   LoadedTensors lt = load_tensors(path);
-  if (lt.meta.value("format", "") != "go-ppo-checkpoint") return policy::GoPolicy::load_policy(path);
-  const TrainConfig c = TrainConfig::from_saved_json(lt.meta.at("config"), path + ": config");
-  auto p = std::make_shared<policy::GoPolicy>(c.policy);
+  const std::optional<TrainConfig> c = PpoTrainer::saved_config(lt, path);
+  if (!c) return policy::GoPolicy::load_policy(path);
+  auto p = std::make_shared<policy::GoPolicy>(c->policy);
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [n, t] : lt.tensors) by_name[n] = &t;
   for (auto& [n, v] : p->named_parameters()) {

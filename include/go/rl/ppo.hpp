@@ -94,6 +94,10 @@
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 
+namespace go {
+struct LoadedTensors;  // go/nn/serialize.hpp
+}  // namespace go
+
 namespace go::rl {
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -329,6 +333,10 @@ class PpoTrainer {
 
   // The training config stored in a checkpoint.
   static TrainConfig checkpoint_config(const std::string& path);
+  // The training config of a file read with load_tensors from `path`: nullopt where it is not a PPO
+  // checkpoint (a policy saved alone); a checkpoint whose config is missing or malformed is an error
+  // naming the file. The one place that tells the two kinds of parameter file apart.
+  static std::optional<TrainConfig> saved_config(const LoadedTensors& lt, const std::string& path);
 
  private:
   // Actions in a checkpoint: {"device": [...], "priority": [...], "fuse": [...]}, one entry per row.
