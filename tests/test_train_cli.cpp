@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "train.hpp"
 #include "cli_capture.hpp"
 #include "rl_fixtures.hpp"
-#include <nlohmann/json.hpp>
-
 #include "go/core/file.hpp"
 #include "go/nn/serialize.hpp"
 #include "go/rl/ppo.hpp"
