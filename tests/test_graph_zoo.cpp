@@ -363,6 +363,31 @@ TEST_CASE("zoo: options, defaults and errors", "[graph][zoo][errors]") {
       CHECK_THROWS_AS(go::make_zoo_graph(n, b), go::Error);
     }
   }
+  SECTION("sizes too large for any graph are errors before anything is built") {
+    // a step count of 10^8 once built vectors of steps for minutes (15 GB) before any message
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=100000000"),
+                      Contains("zoo:gnmt2") && Contains("'seq' is 100000000") && Contains("up to 2000000"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:rnnlm2:vocab=999999999999"), Contains("'vocab' is 999999999999"));
+    // with the cap raised, a weight whose bytes would overflow (it read as negative param_bytes)
+    go::ZooOptions wide;
+    wide.hidden = 1'000'000'000;
+    wide.max_ops = 10'000'000'000;
+    CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", wide),
+                      Contains("zoo:gnmt2") && Contains("weight 'encoder/l0_fw/kernel'") && Contains("too large"));
+    // the op count, checked as ops are added: gnmt2 at 16 steps has 1,494 forward ops
+    go::ZooOptions o;
+    o.seq = 16;
+    REQUIRE(go::make_zoo_graph("gnmt2", o).num_ops() == 1494);
+    o.max_ops = 1494;
+    CHECK(go::make_zoo_graph("gnmt2", o).num_ops() == 1494);
+    o.max_ops = 1493;
+    CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", o), Contains("zoo:gnmt2") && Contains("more than 1493 ops"));
+    o.seq = 1494;
+    CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", o), Contains("'seq' is 1494; options, and the ops of a zoo graph, go up to 1493"));
+    o.max_ops = 0;
+    CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", o), Contains("max_ops must be positive"));
+    CHECK(go::ZooOptions{}.max_ops == go::kMaxZooOps);
+  }
 }
 
 TEST_CASE("zoo: generation is reproducible", "[graph][zoo]") {

@@ -20,6 +20,7 @@ OpGraph make_zoo_graph(std::string_view name, const ZooOptions& opts) {
   using namespace detail::zoo;
   const auto ni = parse_name(name);
   GO_CHECK(ni.has_value(), "zoo:", name, ": unknown zoo workload (known: ", known_names(), ")");
+  GO_CHECK(opts.max_ops > 0, "zoo:", name, ": max_ops must be positive, got ", opts.max_ops);
   ZooOptions o = defaults(*ni);
   auto dst = fields(o);
   auto src = fields(opts);
@@ -31,10 +32,14 @@ OpGraph make_zoo_graph(std::string_view name, const ZooOptions& opts) {
     GO_CHECK(dst[f]->has_value(), "zoo:", name, ": option '", kFieldNames[f], "' does not apply (", name, " takes ",
              applicable, ")");
     GO_CHECK(**src[f] > 0, "zoo:", name, ": option '", kFieldNames[f], "' must be positive, got ", **src[f]);
+    // (before anything is built: a step count of 10^8 would make its vectors of steps first)
+    GO_CHECK(**src[f] <= opts.max_ops, "zoo:", name, ": option '", kFieldNames[f], "' is ", **src[f],
+             "; options, and the ops of a zoo graph, go up to ", opts.max_ops);
     *dst[f] = *src[f];
   }
   Sizes z;
   z.name = std::string(name);
+  z.max_ops = opts.max_ops;
   z.number = ni->number;
   z.batch = o.batch.value_or(0);
   z.seq = o.seq.value_or(0);

@@ -43,7 +43,7 @@ inline constexpr CellSpec kAmoebaReduction{
 // cell: base/..., comb<b>/{left,right,add}/..., output/...
 inline OpGraph amoebanet(const Sizes& z) {
   const std::int64_t B = z.batch, S = z.image, F = z.hidden, N = z.depth, V = z.vocab;
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   auto bn = [&](const std::string& p, const T& x) { return n.batch_norm(p, x); };
   auto conv1x1 = [&](const std::string& p, const T& x, std::int64_t c, std::int64_t s = 1) {
     return n.conv(p, x, c, 1, 1, s, s, -1, -1);

@@ -18,6 +18,13 @@
 
 namespace go {
 
+// The most ops a zoo workload builds, and the largest value of any of its options, unless
+// ZooOptions::max_ops says otherwise (the largest at the default sizes, wavenet4, has 25,890 ops;
+// the paper's largest training graph about 80,000). Larger options
+// (zoo:gnmt2:seq=100000000) would otherwise build for minutes or run out of memory before anything
+// could say why.
+inline constexpr std::int64_t kMaxZooOps = 2'000'000;
+
 // Sizes of a zoo workload. Unset fields take the workload's default (zoo_default_options); a set
 // field must be positive and must apply to the workload, or make_zoo_graph throws.
 struct ZooOptions {
@@ -29,6 +36,7 @@ struct ZooOptions {
   std::optional<std::int64_t> depth;     // wavenet: layers per stack; amoebanet: normal cells per stage (N)
   std::optional<std::int64_t> vocab;     // vocabulary, or classes (image models, WaveNet's mu-law levels)
   std::optional<std::int64_t> image;     // inception_v3/amoebanet: image side in pixels
+  std::int64_t max_ops = kMaxZooOps;     // more ops, or an option above it, is an error (not a spec option)
 };
 
 inline std::vector<std::string> zoo_names() {
@@ -174,7 +182,7 @@ inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
 class Net {
  public:
-  Net(const std::string& name, std::int64_t batch) {
+  Net(const std::string& name, std::int64_t batch, std::int64_t max_ops) : max_ops_(max_ops) {
     GraphInfo info;
     info.name = name;
     info.source = "zoo:" + name;
@@ -186,6 +194,8 @@ class Net {
 
   std::vector<T> op(const std::string& name, OpKind kind, const std::vector<T>& ins, const std::vector<Shape>& outs,
                     double flops, std::int64_t param_bytes = 0) {
+    GO_CHECK(static_cast<std::int64_t>(b_.size()) < max_ops_, where(), "these sizes make a graph of more than ",
+             max_ops_, " ops (the largest default workload, wavenet4, has 25,890); choose smaller options");
     OpSpec s;
     s.name = name;
     s.kind = kind;
@@ -211,8 +221,10 @@ class Net {
   T input(const std::string& name, Shape s) { return op1(name, OpKind::input, {}, std::move(s), 0); }
   // A weight variable: owns the parameter, its output is the weight tensor.
   T variable(const std::string& name, Shape s) {
-    const auto bytes = static_cast<std::int64_t>(numel(s)) * 4;
-    return op1(name, OpKind::constant, {}, std::move(s), 0, bytes);
+    const double bytes = numel(s) * 4;
+    GO_CHECK(bytes < 0x1p62, where(), "weight '", name, "' of ", numel(s),
+             " elements is too large to count its bytes; choose smaller options");
+    return op1(name, OpKind::constant, {}, std::move(s), 0, static_cast<std::int64_t>(bytes));
   }
   // y = x W (+ b) for x [..., K], W [K, N]
   T matmul(const std::string& name, const T& x, const T& w, const T* bias = nullptr) {
@@ -312,6 +324,7 @@ class Net {
     return span < 0 ? 0 : span / s + 1;
   }
   GraphBuilder b_;
+  std::int64_t max_ops_;
 };
 
 // Resolved sizes.
@@ -319,6 +332,7 @@ struct Sizes {
   std::string name;
   std::int64_t number = 0;
   std::int64_t batch = 0, seq = 0, hidden = 0, segments = 0, depth = 0, vocab = 0, image = 0;
+  std::int64_t max_ops = kMaxZooOps;
 };
 
 }  // namespace detail::zoo

@@ -13,7 +13,7 @@ namespace go::detail::zoo {
 // modules stem, mixed_5b..mixed_7c, aux, head.
 inline OpGraph inception_v3(const Sizes& z) {
   const std::int64_t B = z.batch, S = z.image, V = z.vocab;
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   auto basic = [&](const std::string& p, const T& in, std::int64_t c, std::int64_t kh, std::int64_t kw,
                    std::int64_t s = 1, std::int64_t ph = 0, std::int64_t pw = 0) {
     T y = n.conv(p + "/conv", in, c, kh, kw, s, s, ph, pw);

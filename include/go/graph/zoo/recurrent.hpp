@@ -42,7 +42,7 @@ inline std::pair<T, T> lstm_cell(Net& n, const std::string& p, const T& x, const
 // Names: embedding/..., lstm<l>/..., softmax/...
 inline OpGraph rnnlm(const Sizes& z) {
   const std::int64_t B = z.batch, L = z.number, S = z.seq, H = z.hidden, V = z.vocab;
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   T tokens = n.input("embedding/tokens", {S, B});
   T emb = n.variable("embedding/table", {V, H});
   std::vector<T> w, bias, h, c;
@@ -77,7 +77,7 @@ inline OpGraph rnnlm(const Sizes& z) {
 // Names: encoder/{embedding,l0_fw,l0_bw,l<i>,memory}/..., decoder/{embedding,attention,l<i>,softmax}/...
 inline OpGraph gnmt(const Sizes& z) {
   const std::int64_t B = z.batch, L = z.number, S = z.seq, H = z.hidden, V = z.vocab;
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   T src = n.input("encoder/embedding/source", {S, B});
   T src_mask = n.input("encoder/embedding/source_mask", {B, S});
   T emb_src = n.variable("encoder/embedding/table", {V, H});

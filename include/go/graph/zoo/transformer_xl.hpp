@@ -16,7 +16,7 @@ namespace go::detail::zoo {
 inline OpGraph transformer_xl(const Sizes& z) {
   const std::int64_t B = z.batch, L = z.number, S = z.seq, D = z.hidden, G = z.segments, V = z.vocab;
   const std::int64_t heads = std::max<std::int64_t>(1, D / 64), F = 4 * D, K = 2 * S;  // keys: memory + segment
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   T emb = n.variable("embedding/table", {V, D});
   T pos_seq = n.input("embedding/positions", {K});
   T pos_emb = n.op1("embedding/sinusoid", OpKind::elementwise, {pos_seq}, {K, D}, 4.0 * static_cast<double>(K * D));

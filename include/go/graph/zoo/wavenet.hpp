@@ -18,7 +18,7 @@ inline OpGraph wavenet(const Sizes& z) {
   const std::int64_t B = z.batch, stacks = z.number, per_stack = z.depth, Lc = z.seq, C = z.segments, R = z.hidden,
                      Q = z.vocab, skip_c = 256;
   const std::int64_t max_dilation = std::int64_t{1} << std::min<std::int64_t>(per_stack - 1, 9);
-  Net n(z.name, B);
+  Net n(z.name, B, z.max_ops);
   GO_CHECK(Lc >= max_dilation, n.where(), "seq (samples per chunk) ", Lc, " must be at least the largest dilation ",
            max_dilation);
   // A causal width-2 convolution of a chunk with `d` samples of history: [B, cin, Lc + d] -> [B, cout, Lc].
