@@ -169,6 +169,8 @@ TEST_CASE("cluster presets of real GPUs: NVLink, Infinity Fabric, PCIe, network 
   CHECK(j.spec(1).memory_bytes == 15LL << 30);
   CHECK_THROWS_WITH(go::cluster_preset("mi300x8"), Contains("unknown cluster preset 'mi300x8'") && Contains("a100-sxm4-40gb"));
   CHECK_THROWS_WITH(go::cluster_preset("t4x"), Contains("unknown cluster preset 't4x'"));
+  CHECK_THROWS_WITH(go::cluster_preset("v100x4096"), Contains("unknown cluster preset 'v100x4096'") && Contains("count 1 to 1024"));
+  CHECK(go::cluster_preset("v100x1024").num_devices() == 1024);
 }
 
 TEST_CASE("roofline cost source: measured times ignored, by hand", "[sim][presets]") {

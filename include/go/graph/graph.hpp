@@ -33,6 +33,12 @@ using TensorId = std::int32_t;
 // "No measured time" marker for Op::time / Op::backward_time.
 inline constexpr double kNoTime = -1.0;
 
+// The most ops of a graph generated from a few numbers (a zoo workload's sizes, the layer count of
+// a NeuSight profile): larger ones are errors before they are built. The paper's largest training
+// graph has about 80,000 ops; a count of 10^6 copies or steps would otherwise build for minutes
+// and fill the memory before anything could say why.
+inline constexpr std::int64_t kMaxGeneratedOps = 2'000'000;
+
 // Where a graph came from and what it was profiled for.
 struct GraphInfo {
   std::string name;                 // model name ("resnet50")

@@ -546,6 +546,13 @@ inline OpGraph parse_neusight(std::string_view text, const std::string& source, 
     for (std::int32_t u : n.inputs)
       if (part[static_cast<std::size_t>(u)] != Part::pre) part[static_cast<std::size_t>(v)] = Part::post;
   }
+  {
+    std::int64_t in_layer = 0;
+    for (const Part p : part) in_layer += p == Part::layer ? 1 : 0;
+    const std::int64_t ops = n_nodes + (layers - 1) * in_layer;
+    GO_CHECK(ops <= kMaxGeneratedOps, source, ": ", layers, " copies of its ", in_layer, "-node layer make ", ops,
+             " ops, more than ", kMaxGeneratedOps, "; ask for fewer layers");
+  }
   std::int32_t hidden_out = -1, hidden_in = -1;
   std::vector<char> side_out(static_cast<std::size_t>(n_nodes), 0);
   if (!traced_whole) {

@@ -215,7 +215,7 @@ inline Cluster cluster_preset(std::string_view name) {
     std::string known;
     for (const auto& t : types) known += (known.empty() ? "" : "|") + t;
     GO_FAIL("unknown cluster preset '", name, "' (known: v100x2, v100x4, v100x8, p100x4, k80x2, h100x8, or any <", known,
-            ">x<count>)");
+            ">x<count>, count 1 to 1024)");
   }
   const DeviceSpec spec = DeviceSpec::preset(type);
   const std::string n(name);

@@ -19,11 +19,8 @@
 namespace go {
 
 // The most ops a zoo workload builds, and the largest value of any of its options, unless
-// ZooOptions::max_ops says otherwise (the largest at the default sizes, wavenet4, has 25,890 ops;
-// the paper's largest training graph about 80,000). Larger options
-// (zoo:gnmt2:seq=100000000) would otherwise build for minutes or run out of memory before anything
-// could say why.
-inline constexpr std::int64_t kMaxZooOps = 2'000'000;
+// ZooOptions::max_ops says otherwise (the largest at the default sizes, wavenet4, has 25,890 ops).
+inline constexpr std::int64_t kMaxZooOps = kMaxGeneratedOps;
 
 // Sizes of a zoo workload. Unset fields take the workload's default (zoo_default_options); a set
 // field must be positive and must apply to the workload, or make_zoo_graph throws.
