@@ -174,6 +174,8 @@ TEST_CASE("TrainConfig: defaults, JSON round trip, errors naming the key, learni
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"clip": 2})"), Catch::Contains("\"clip\""));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"policy": {"hiden": 3}})"), Catch::Contains("unknown key \"hiden\""));
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"invalid_reward": -1})"), Catch::Contains("must be below"));
+  CHECK(TrainConfig::parse(R"({"epochs": 1000})").epochs == 1000);
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"epochs": 1001})"), Catch::Contains("\"epochs\" is 1001, must be in [1, 1000]"));
   TrainConfig s;
   s.updates = 11;
   s.lr = 1.0;
@@ -213,6 +215,18 @@ TEST_CASE("PPO: rewards, reference time, thread-count independence", "[rl]") {
   t2.train();
   CHECK(same_parameters(*t1.policy(), *t2.policy()));
   CHECK(t1.task(0).best_step_time == t2.task(0).best_step_time);
+
+  // more samples than their actions alone could fit in memory: an error naming the option, before
+  // anything is allocated for them (it said "out of host memory")
+  // (2^31 - 1 samples of 2,000 ops: 69 TB)
+  const OpGraph long_chains = two_chains(1000);
+  REQUIRE(long_chains.num_ops() >= 2000);
+  TrainConfig huge = c;
+  huge.samples = std::numeric_limits<int>::max();
+  huge.minibatch = 2;
+  CHECK_THROWS_WITH(PpoTrainer(huge, {long_chains}, two_devices()),
+                    Catch::Contains("\"samples\" 2147483647 x " + std::to_string(long_chains.num_ops()) + " ops need") &&
+                        Catch::Contains("lower \"samples\""));
 }
 
 // Note: with two IDENTICAL devices, the uniform policy is a saddle point of this problem: the

@@ -1,5 +1,7 @@
 // PpoTrainer's construction, zero-shot decisions, update and checkpoints (go/rl/ppo.hpp), compiled once
 // into libgo: with them the policy's passes, decoding, the anchor and the simulator they call.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,6 +42,21 @@
 
 namespace go::rl {
 
+namespace {
+
+// An update keeps every sample's actions and log-probabilities (16 bytes a row): where that alone
+// exceeds the machine's memory, say which option to lower instead of running out of memory later.
+void check_samples_fit(std::int64_t samples, std::int64_t rows) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double need = static_cast<double>(samples) * static_cast<double>(rows) * 16.0;
+  const double have = static_cast<double>(pages) * static_cast<double>(page);
+  GO_CHECK(need <= have, "ppo: \"samples\" ", samples, " x ", rows, " ops need ", need / 1e9,
+           " GB for the samples' actions alone, more than this machine's ", have / 1e9, " GB; lower \"samples\"");
+}
+
+}  // namespace
+
 PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector<Cluster> clusters,
                        std::shared_ptr<policy::GoPolicy> policy)
     : cfg_(std::move(cfg)), clusters_(std::move(clusters)) {
@@ -63,6 +80,7 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
       t->name = g.info().name.empty() ? g.info().source : g.info().name;
       if (clusters_.size() > 1) t->name += "@" + clusters_[ci].name;
       t->pg = policy::PolicyGraph::from_graph(g);
+      check_samples_fit(cfg_.samples, t->pg.num_nodes);
       if (cfg_.block_moves > 0)
         for (OpId v : depth_first_topo_order(g)) t->block_rows.push_back(t->pg.row_of[static_cast<std::size_t>(v)]);
       t->sim = std::make_unique<Simulator>(g, clusters_[ci]);

@@ -158,7 +158,9 @@ struct TrainConfig {
     GO_CHECK(updates >= 0, "train config: \"updates\" is ", updates, ", must be >= 0");
     GO_CHECK(samples >= 2, "train config: \"samples\" is ", samples, ", must be >= 2");
     GO_CHECK(graphs_per_update >= 0, "train config: \"graphs_per_update\" is ", graphs_per_update, ", must be >= 0");
-    GO_CHECK(epochs >= 1, "train config: \"epochs\" is ", epochs, ", must be >= 1");
+    // (an upper bound: a mistyped count would run the first update for days without a word)
+    GO_CHECK(epochs >= 1 && epochs <= 1000, "train config: \"epochs\" is ", epochs,
+             ", must be in [1, 1000] (PPO makes 3 to 10 passes over an update's samples)");
     GO_CHECK(minibatch >= 1, "train config: \"minibatch\" is ", minibatch, ", must be >= 1");
     GO_CHECK(clip > 0 && clip < 1, "train config: \"clip\" is ", clip, ", must be in (0, 1)");
     GO_CHECK(ratio == "node" || ratio == "plan", "train config: \"ratio\" is '", ratio, "', expected node or plan");
