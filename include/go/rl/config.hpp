@@ -7,7 +7,7 @@
 //     "updates": 200,              // PPO updates of the run (the learning-rate schedule spans them)
 //     "samples": 16,               // K plans sampled per graph and update
 //     "graphs_per_update": 0,      // graphs visited per update, round robin (0: all of them)
-//     "epochs": 4,                 // passes over the update's samples
+//     "epochs": 4,                 // passes over the update's samples (1 to 1000)
 //     "minibatch": 16,             // samples per gradient step (the samples of one graph in a
 //                                  // minibatch share one pass, so a whole-batch step costs one pass)
 //     "clip": 0.2,                 // PPO ratio clip
