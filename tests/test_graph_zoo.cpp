@@ -386,7 +386,7 @@ TEST_CASE("zoo: options, defaults and errors", "[graph][zoo][errors]") {
     CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", o), Contains("'seq' is 1494; options, and the ops of a zoo graph, go up to 1493"));
     o.max_ops = 0;
     CHECK_THROWS_WITH(go::make_zoo_graph("gnmt2", o), Contains("max_ops must be positive"));
-    CHECK(go::ZooOptions{}.max_ops == go::kMaxZooOps);
+    CHECK(go::ZooOptions{}.max_ops == go::kMaxGeneratedOps);
   }
 }
 

@@ -88,7 +88,7 @@ namespace go {
 
 // Builds the forward graph of zoo workload `name` (see zoo_names()); make_training_graph expands it.
 // Unknown names and bad options are go::Errors naming the workload, and so are sizes that would make
-// more than opts.max_ops ops (kMaxZooOps by default) or an option above it.
+// more than opts.max_ops ops (kMaxGeneratedOps by default) or an option above it.
 OpGraph make_zoo_graph(std::string_view name, const ZooOptions& opts = {});
 
 // A zoo workload from a spec "<name>[:<option>=<value>...]", e.g. "gnmt2:seq=16:batch=32" (what

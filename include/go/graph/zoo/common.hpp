@@ -18,10 +18,6 @@
 
 namespace go {
 
-// The most ops a zoo workload builds, and the largest value of any of its options, unless
-// ZooOptions::max_ops says otherwise (the largest at the default sizes, wavenet4, has 25,890 ops).
-inline constexpr std::int64_t kMaxZooOps = kMaxGeneratedOps;
-
 // Sizes of a zoo workload. Unset fields take the workload's default (zoo_default_options); a set
 // field must be positive and must apply to the workload, or make_zoo_graph throws.
 struct ZooOptions {
@@ -33,7 +29,9 @@ struct ZooOptions {
   std::optional<std::int64_t> depth;     // wavenet: layers per stack; amoebanet: normal cells per stage (N)
   std::optional<std::int64_t> vocab;     // vocabulary, or classes (image models, WaveNet's mu-law levels)
   std::optional<std::int64_t> image;     // inception_v3/amoebanet: image side in pixels
-  std::int64_t max_ops = kMaxZooOps;     // more ops, or an option above it, is an error (not a spec option)
+  // More ops, or an option above it, is an error (not a spec option; the largest workload at the
+  // default sizes, wavenet4, has 25,890 ops).
+  std::int64_t max_ops = kMaxGeneratedOps;
 };
 
 inline std::vector<std::string> zoo_names() {
@@ -329,7 +327,7 @@ struct Sizes {
   std::string name;
   std::int64_t number = 0;
   std::int64_t batch = 0, seq = 0, hidden = 0, segments = 0, depth = 0, vocab = 0, image = 0;
-  std::int64_t max_ops = kMaxZooOps;
+  std::int64_t max_ops = kMaxGeneratedOps;
 };
 
 }  // namespace detail::zoo
