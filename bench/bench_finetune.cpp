@@ -16,6 +16,7 @@
 
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/rl/place_go.hpp"
 #include "go/rl/ppo.hpp"
 #include "go/sim/sim.hpp"
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   }
   try {
     const go::Cluster c = go::load_cluster(cluster);
-    const auto pre = go::rl::load_policy(policy);
+    const go::LoadedTensors file = go::load_tensors(policy);
+    const auto pre = go::rl::load_policy(file, policy);
+    const auto saved = go::rl::PpoTrainer::saved_config(file, policy);
     std::printf("policy %s, cluster %s, %lld updates x %d samples, seed %lld\n\n", policy.c_str(), c.name.c_str(),
                 updates, samples, seed);
     std::printf("| graph | ops | anchor ms | scratch best ms | fine-tuned best ms | samples to scratch's best: scratch | fine-tuned |\n");
@@ -68,8 +71,8 @@ int main(int argc, char** argv) {
     while (std::getline(ss, name, ',')) {
       const go::OpGraph g = go::make_training_graph(go::load_graph(name));
       const go::rl::TrainConfig cfg =
-          go::rl::finetune_config(policy, *pre, updates, samples, static_cast<std::uint64_t>(seed));
-      go::rl::PpoTrainer ft(cfg, {g}, c, go::rl::load_policy(policy));
+          go::rl::finetune_config(saved, *pre, updates, samples, static_cast<std::uint64_t>(seed));
+      go::rl::PpoTrainer ft(cfg, {g}, c, go::rl::load_policy(file, policy));
       go::rl::PpoTrainer sc(cfg, {g}, c);
       const double anchor = ft.task(0).anchor_step_time;
       const auto a = best_curve(ft), b = best_curve(sc);

@@ -21,6 +21,7 @@
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
+#include "go/nn/serialize.hpp"
 #include "go/rl/all.hpp"
 #include "go/rl/place_go.hpp"
 #include "go/sim/sim.hpp"
@@ -923,8 +924,9 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
      // 99 rows' priority levels: its greedy decision takes the anchor's devices and groups (plan_of),
      // and is what decoding it from scratch gives
     const std::string path = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
-    auto pol = load_policy(path);
-    const TrainConfig fc = finetune_config(path, *pol, 0, 16, 0);
+    const LoadedTensors file = load_tensors(path);
+    auto pol = load_policy(file, path);
+    const TrainConfig fc = finetune_config(PpoTrainer::saved_config(file, path), *pol, 0, 16, 0);
     PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
     REQUIRE(s.task(0).anchor_decision);
     const std::int64_t before = s.task(0).trace.samples();

@@ -22,4 +22,10 @@ nlohmann::json Module::load(const std::string& path) {
   return load_tensors_into(path, t);
 }
 
+void Module::load(const LoadedTensors& file, const std::string& path) {
+  NamedTensors t;
+  for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
+  copy_tensors_into(file, path, t);
+}
+
 }  // namespace go::nn

@@ -170,11 +170,14 @@ Actions GoPolicy::act(const PolicyGraph& g, int num_devices, Rng* rng, bool gree
 void GoPolicy::save_policy(const std::string& path) const { save(path, {{"config", cfg_.to_json()}}); }
 
 std::shared_ptr<GoPolicy> GoPolicy::load_policy(const std::string& path) {
-  const LoadedTensors lt = load_tensors(path);
+  return load_policy(load_tensors(path), path);
+}
+
+std::shared_ptr<GoPolicy> GoPolicy::load_policy(const LoadedTensors& lt, const std::string& path) {
   GO_CHECK(lt.meta.contains("config"), path, ": no policy config in the parameter file's metadata");
   auto p = std::make_shared<GoPolicy>(
       PolicyConfig::from_json(PolicyConfig::legacy_policy_json(lt.meta.at("config")), path + ": config"));
-  p->load(path);
+  p->load(lt, path);
   return p;
 }
 

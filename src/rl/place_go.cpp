@@ -47,10 +47,10 @@ std::string ms(double t) {
 
 }  // namespace
 
-TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
-                            int samples, std::uint64_t seed, const std::string& anchor_ties,
+TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const policy::GoPolicy& policy,
+                            std::int64_t finetune, int samples, std::uint64_t seed, const std::string& anchor_ties,
                             const std::string& anchor_placements) {
-  TrainConfig cfg = PpoTrainer::saved_config(load_tensors(policy_path), policy_path).value_or(TrainConfig{});
+  TrainConfig cfg = saved.value_or(TrainConfig{});
   cfg.policy = policy.config();
   cfg.updates = std::max<std::int64_t>(0, finetune);
   cfg.seed = seed;
@@ -92,14 +92,16 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   GO_CHECK(o.finetune_samples >= 2, "go: finetune_samples must be >= 2, got ", o.finetune_samples);
   GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
   GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
-  std::shared_ptr<policy::GoPolicy> pol = load_policy(policy_path);
+  const LoadedTensors file = load_tensors(policy_path);  // read and checksummed once for the weights and the config
+  std::shared_ptr<policy::GoPolicy> pol = load_policy(file, policy_path);
   if (o.from_scratch) {
     policy::PolicyConfig pc = pol->config();
     pc.seed = o.seed + 1;  // a fresh draw of the same architecture
     pol = std::make_shared<policy::GoPolicy>(pc);
   }
   const TrainConfig cfg =
-      finetune_config(policy_path, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties, o.anchor_placements);
+      finetune_config(PpoTrainer::saved_config(file, policy_path), *pol, o.finetune, o.finetune_samples, o.seed,
+                      o.anchor_ties, o.anchor_placements);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);

@@ -636,10 +636,11 @@ policy::Actions PpoTrainer::actions_from_json(const nlohmann::json& j, std::int6
   return {tensor("device"), tensor("priority"), tensor("fuse")};
 }
 
-std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) {
-  LoadedTensors lt = load_tensors(path);
+std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) { return load_policy(load_tensors(path), path); }
+
+std::shared_ptr<policy::GoPolicy> load_policy(const LoadedTensors& lt, const std::string& path) {
   const std::optional<TrainConfig> c = PpoTrainer::saved_config(lt, path);
-  if (!c) return policy::GoPolicy::load_policy(path);
+  if (!c) return policy::GoPolicy::load_policy(lt, path);
   auto p = std::make_shared<policy::GoPolicy>(c->policy);
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const auto& [n, t] : lt.tensors) by_name[n] = &t;

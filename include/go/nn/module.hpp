@@ -11,6 +11,10 @@
 
 #include "go/autograd/autograd.hpp"
 
+namespace go {
+struct LoadedTensors;  // go/nn/serialize.hpp
+}
+
 namespace go::nn {
 
 class Module {
@@ -43,6 +47,8 @@ class Module {
   void save(const std::string& path, const nlohmann::json& meta) const;
   // Loads values in place; names and shapes must match this module exactly. Returns the metadata.
   nlohmann::json load(const std::string& path);
+  // The same from a file already read by load_tensors (`path` names it in errors).
+  void load(const LoadedTensors& file, const std::string& path);
 
  protected:
   Variable& register_parameter(const std::string& name, Tensor value) {

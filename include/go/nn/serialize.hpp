@@ -143,9 +143,9 @@ inline LoadedTensors load_tensors(const std::string& path) {
   return out;
 }
 
-// Loads into existing tensors: names and shapes must match one to one.
-inline nlohmann::json load_tensors_into(const std::string& path, NamedTensors& dst) {
-  LoadedTensors in = load_tensors(path);
+// Copies a file's tensors (read by load_tensors from `path`) into existing tensors: names and
+// shapes must match one to one.
+inline void copy_tensors_into(const LoadedTensors& in, const std::string& path, NamedTensors& dst) {
   GO_CHECK(in.tensors.size() == dst.size(), path, ": holds ", in.tensors.size(), " tensors, expected ", dst.size(),
            " (a checkpoint of a different model?)");
   for (std::size_t i = 0; i < dst.size(); ++i) {
@@ -156,6 +156,12 @@ inline nlohmann::json load_tensors_into(const std::string& path, NamedTensors& d
              ", expected ", t.describe());
     t.copy_from(ft);
   }
+}
+
+// Loads into existing tensors: names and shapes must match one to one.
+inline nlohmann::json load_tensors_into(const std::string& path, NamedTensors& dst) {
+  LoadedTensors in = load_tensors(path);
+  copy_tensors_into(in, path, dst);
   return in.meta;
 }
 

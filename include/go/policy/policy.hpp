@@ -141,6 +141,8 @@ class GoPolicy : public nn::Module {
   void save_policy(const std::string& path) const;
   // Builds a policy from a file written by save_policy().
   static std::shared_ptr<GoPolicy> load_policy(const std::string& path);
+  // The same from a file already read by load_tensors (`path` names it in errors).
+  static std::shared_ptr<GoPolicy> load_policy(const LoadedTensors& file, const std::string& path);
 
  private:
   // What no sampled action influences: encoder output, graph context, placement blocks, the

@@ -32,6 +32,7 @@
 // methods compiles none of GO's policy, trainer or anchor code.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,11 @@ inline constexpr int kFinetuneSamples = 128;
 // update, block moves in two orders"): with 16 samples re-anchoring helped (amoebanet x4 576.2 ->
 // 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
 // rows improve by 0.2-8.0% for 1.3-1.6x the time, and gnmt4 is not stalled.
-TrainConfig finetune_config(const std::string& policy_path, const policy::GoPolicy& policy, std::int64_t finetune,
-                            int samples, std::uint64_t seed, const std::string& anchor_ties = kAnchorTies,
+// `saved`: the training config saved with the policy (PpoTrainer::saved_config; nullopt for a policy
+// saved alone), whose PPO settings fine-tuning keeps.
+TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const policy::GoPolicy& policy,
+                            std::int64_t finetune, int samples, std::uint64_t seed,
+                            const std::string& anchor_ties = kAnchorTies,
                             const std::string& anchor_placements = kAnchorPlacements);
 
 struct GoPlaceOptions {

@@ -459,5 +459,7 @@ class PpoTrainer {
 
 // A policy from a file written by GoPolicy::save_policy or PpoTrainer::save_checkpoint.
 std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path);
+// The same from a file already read by load_tensors (`path` names it in errors).
+std::shared_ptr<policy::GoPolicy> load_policy(const LoadedTensors& file, const std::string& path);
 
 }  // namespace go::rl
