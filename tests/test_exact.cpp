@@ -171,7 +171,7 @@ TEST_CASE("exact: errors and the place() method", "[exact]") {
   GO_CBC_OR_SKIP();
   Tiny t;
   for (int i = 0; i < go::kExactMaxOps + 1; ++i) t.op("op" + std::to_string(i), 1, 8);
-  CHECK_THROWS_WITH(go::exact_solve(t.build(), test_cluster(2)), Contains("201 ops") && Contains("coarsen"));
+  CHECK_THROWS_WITH(go::exact_solve(t.build(), test_cluster(2)), Contains("201 ops") && Contains("at most 200 ops"));
   // through place(): the note carries the proof, the MILP objective and the simulated step time
   const go::OpGraph g = fork_join(1'000'000);
   go::PlaceOptions o;

@@ -216,8 +216,8 @@ ExactSolution exact_solve(const OpGraph& g, const Cluster& c, const ExactOptions
   (void)t0;
   GO_FAIL("exact: CBC was not found when go was built; install it (apt-get install coinor-libcbc-dev) and rebuild");
 #else
-  GO_CHECK(g.num_ops() <= kExactMaxOps, "exact: ", g.num_ops(), " ops; the MILP handles small graphs (<= ", kExactMaxOps,
-           " ops); coarsen the graph first");
+  GO_CHECK(g.num_ops() <= kExactMaxOps, "exact: ", g.num_ops(), " ops; the MILP is solved for graphs of at most ",
+           kExactMaxOps, " ops (use best-heuristic, anneal or go for larger ones)");
   c.validate();
   const double limit = opts.time_limit > 0 ? opts.time_limit : 60.0;
   if (g.num_ops() == 0) {
