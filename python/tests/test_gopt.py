@@ -572,6 +572,11 @@ class Place(unittest.TestCase):
             gopt.place(g, "v100x2", "go-zero-shot", policy="/no/policy.ckpt")
         with self.assertRaisesRegex(gopt.Error, "handles at most"):
             gopt.place(g, "v100x16", "go-zero-shot")
+        # -1 is the documented default (budget / 128 updates); other negative counts are errors
+        with self.assertRaisesRegex(gopt.Error, "finetune must be >= 0 updates \\(or -1: the budget / 128\\), got -7"):
+            gopt.place(g, "v100x2", "go", finetune=-7)
+        with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got -5"):
+            gopt.place(g, "v100x2", "go", budget=-5)
 
 
 class Train(unittest.TestCase):
