@@ -577,6 +577,7 @@ class Place(unittest.TestCase):
             gopt.place(g, "v100x2", "go", finetune=-7)
         with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got -5"):
             gopt.place(g, "v100x2", "go", budget=-5)
+        self.assertTrue(gopt.place(g, "v100x2", "go-zero-shot", budget=0).valid)  # zero-shot takes no budget
 
 
 class Train(unittest.TestCase):

@@ -193,10 +193,12 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       if (!po.anchor_placements.empty()) o.anchor_placements = po.anchor_placements;
       GO_CHECK(po.finetune >= -1, "go: finetune must be >= 0 updates (or -1: the budget / ", finetune_samples,
                "), got ", po.finetune);
-      GO_CHECK(po.finetune >= 0 || po.budget >= 1, "go: the budget must be at least 1 simulation, got ", po.budget);
+      const bool counted = kind == Kind::finetuned || (kind == Kind::one && po.time_limit <= 0);
+      GO_CHECK(!counted || po.finetune >= 0 || po.budget >= 1, "go: the budget must be at least 1 simulation, got ",
+               po.budget);
       const std::int64_t updates =
           po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
-      o.finetune = kind == Kind::zero_shot ? 0 : kind == Kind::one && po.time_limit > 0 ? 100000 : updates;
+      o.finetune = kind == Kind::zero_shot ? 0 : counted ? updates : 100000;
       GoPlaceReport rep;
       Plan p = go_place(g, c, o, &rep);
       out.simulations = rep.simulations;
