@@ -63,14 +63,14 @@ inline std::optional<Folded> fold_tensor(const pb::TensorProto& t) {
     r.real = true;
     if (t.data_type() == pb::TensorProto_DataType_FLOAT) {
       if (t.float_data_size() > 0) r.f.assign(t.float_data().begin(), t.float_data().end());
-      else if (t.raw_data().size() == *n * 4) {
+      else if (t.raw_data().size() == *n * 4 && *n > 0) {  // memcpy's pointers must not be null, even for 0 bytes
         std::vector<float> w(*n);
         std::memcpy(w.data(), t.raw_data().data(), t.raw_data().size());
         r.f.assign(w.begin(), w.end());
       }
     } else {
       if (t.double_data_size() > 0) r.f.assign(t.double_data().begin(), t.double_data().end());
-      else if (t.raw_data().size() == *n * 8) {
+      else if (t.raw_data().size() == *n * 8 && *n > 0) {
         r.f.resize(*n);
         std::memcpy(r.f.data(), t.raw_data().data(), t.raw_data().size());
       }

@@ -92,7 +92,7 @@ inline std::optional<std::vector<std::int64_t>> tensor_ints(const pb::TensorProt
       const std::string& raw = t.raw_data();
       if (raw.size() % 8 != 0 || raw.size() / 8 > kMaxValues) return std::nullopt;
       v.resize(raw.size() / 8);
-      std::memcpy(v.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(v.data(), raw.data(), raw.size());  // an empty vector's data() may be null
     }
     return v;
   }
@@ -104,7 +104,7 @@ inline std::optional<std::vector<std::int64_t>> tensor_ints(const pb::TensorProt
       const std::string& raw = t.raw_data();
       if (raw.size() % 4 != 0 || raw.size() / 4 > kMaxValues) return std::nullopt;
       std::vector<std::int32_t> w(raw.size() / 4);
-      std::memcpy(w.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(w.data(), raw.data(), raw.size());
       v.assign(w.begin(), w.end());
     }
     return v;

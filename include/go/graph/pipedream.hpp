@@ -57,8 +57,9 @@ inline std::int64_t repr_int(std::string_view repr, std::string_view key, std::i
   auto [p, ec] = std::from_chars(repr.data() + pos, repr.data() + repr.size(), v);
   return ec == std::errc() ? v : def;
 }
-// Product of a "kernel_size=(3, 3)" or "kernel_size=3" value (a square kernel when scalar).
-inline std::int64_t repr_kernel_area(std::string_view repr, std::int64_t def) {
+// Product of a "kernel_size=(3, 3)" or "kernel_size=3" value (a square kernel when scalar), in
+// double: it only scales a FLOP estimate, and a file's sizes can be any 64-bit numbers.
+inline double repr_kernel_area(std::string_view repr, double def) {
   auto pos = repr.find("kernel_size=");
   if (pos == std::string_view::npos) return def;
   pos += 12;
@@ -69,10 +70,11 @@ inline std::int64_t repr_kernel_area(std::string_view repr, std::int64_t def) {
     auto comma = inner.find(',');
     if (!parse_int64(inner.substr(0, comma), a)) return def;
     if (comma != std::string_view::npos && !parse_int64(inner.substr(comma + 1), b)) return def;
-    return a * b;
+    if (a <= 0 || b <= 0) return def;
+    return static_cast<double>(a) * static_cast<double>(b);
   }
   const std::int64_t k = repr_int(repr, "kernel_size=", -1);
-  return k > 0 ? k * k : def;
+  return k > 0 ? static_cast<double>(k) * static_cast<double>(k) : def;
 }
 inline std::vector<std::int64_t> repr_positional(std::string_view repr) {
   std::vector<std::int64_t> v;
@@ -127,7 +129,7 @@ inline double pipedream_flops(OpKind kind, std::string_view repr, double out_ele
       auto pos = repr_positional(repr);
       if (pos.size() < 1) return 0;
       const double groups = static_cast<double>(std::max<std::int64_t>(1, repr_int(repr, "groups=", 1)));
-      const double k = static_cast<double>(repr_kernel_area(repr, 1));
+      const double k = repr_kernel_area(repr, 1);
       return 2.0 * out_elems * static_cast<double>(pos[0]) / groups * k;
     }
     case OpKind::matmul: {
@@ -147,7 +149,7 @@ inline double pipedream_flops(OpKind kind, std::string_view repr, double out_ele
       return steps * (2.0 * gates * h * (in + h) + 12.0 * h);
     }
     case OpKind::max_pool:
-    case OpKind::avg_pool: return out_elems * static_cast<double>(repr_kernel_area(repr, 1));
+    case OpKind::avg_pool: return out_elems * repr_kernel_area(repr, 1);
     case OpKind::batch_norm: return 2.0 * out_elems;
     case OpKind::relu:
     case OpKind::add:
