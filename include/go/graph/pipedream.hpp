@@ -70,8 +70,7 @@ inline double repr_kernel_area(std::string_view repr, double def) {
     auto comma = inner.find(',');
     if (!parse_int64(inner.substr(0, comma), a)) return def;
     if (comma != std::string_view::npos && !parse_int64(inner.substr(comma + 1), b)) return def;
-    if (a <= 0 || b <= 0) return def;
-    return static_cast<double>(a) * static_cast<double>(b);
+    return static_cast<double>(a) * static_cast<double>(b);  // negative: the graph's flops check names the layer
   }
   const std::int64_t k = repr_int(repr, "kernel_size=", -1);
   return k > 0 ? static_cast<double>(k) * static_cast<double>(k) : def;
