@@ -16,6 +16,7 @@
 #include "go/graph/cost.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
+#include "go/graph/pipedream.hpp"
 
 namespace test_graph_profiles {
 namespace fs = std::filesystem;
@@ -108,6 +109,22 @@ TEST_CASE("pipedream: layer details", "[graph][pipedream]") {
   REQUIRE(gnmt.inputs(get1).size() == 1);
   CHECK(gnmt.tensor(gnmt.inputs(get1)[0]).output_index == 1);
   CHECK(gnmt.tensor(gnmt.inputs(get1)[0]).producer == lstm);
+  // A conv's FLOP estimate is 2 x outputs (activation_size / 4) x input channels x kernel area. The
+  // area is a product of two int64 sizes from the file: past int64's range it stays a finite
+  // estimate (it overflowed, undefined behaviour, before), and a negative size is an error.
+  auto one_conv = [](const std::string& kernel) {
+    return "node1 -- Input0 -- forward_compute_time=0.000, backward_compute_time=0.000, activation_size=400.0, "
+           "parameter_size=0.000\n"
+           "node2 -- Conv2d(3, 8, kernel_size=" + kernel + ", stride=(1, 1)) -- forward_compute_time=1.0, "
+           "backward_compute_time=1.0, activation_size=400.0, parameter_size=864.000\n"
+           "\tnode1 -- node2\n";
+  };
+  const go::OpGraph small = go::parse_pipedream(one_conv("(3, 3)"), "small");
+  CHECK(small.op(*small.find("node2")).flops == Approx(2.0 * 100 * 3 * 9));
+  const go::OpGraph huge = go::parse_pipedream(one_conv("(3, 6191423887051208931)"), "huge");
+  CHECK(huge.op(*huge.find("node2")).flops == Approx(2.0 * 100 * 3 * 3 * 6191423887051208931.0));
+  CHECK_THROWS_WITH(go::parse_pipedream(one_conv("(-3, 3)"), "neg"),
+                    Catch::Contains("node2") && Catch::Contains("negative or invalid flops"));
 }
 
 TEST_CASE("dnn-partitioning: every graph loads with times, sizes, colocation and limits", "[graph][dnn]") {
