@@ -1,5 +1,6 @@
 // go::nn::Module's parameter files (go/nn/module.hpp), in go/nn/serialize.hpp's format.
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -17,9 +18,9 @@ void Module::save(const std::string& path, const nlohmann::json& meta) const {
 }
 
 nlohmann::json Module::load(const std::string& path) {
-  NamedTensors t;
-  for (auto& [n, p] : named_parameters()) t.emplace_back(n, p.value());
-  return load_tensors_into(path, t);
+  LoadedTensors file = load_tensors(path);
+  load(file, path);
+  return std::move(file.meta);
 }
 
 void Module::load(const LoadedTensors& file, const std::string& path) {
