@@ -298,7 +298,7 @@ void bind_optimize(py::module_& m) {
      py::arg("fit_memory") = false, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
-budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split file;
+budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split or go-plan file (also random's and anneal's human start, and the human placement of GO's anchor);
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;

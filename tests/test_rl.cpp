@@ -1362,4 +1362,75 @@ TEST_CASE("The shipped pre-trained policy places an unseen ONNX model zero-shot"
   CHECK(r.step_time <= rep.anchor_step_time * 1.10);
 }
 
+// A plan file given as the expert split (gopt place --expert) is human's placement everywhere: the
+// human method's, annealing's start and GO's anchor (best-heuristic, anneal-anchor, the go methods).
+TEST_CASE("Anchor: an expert plan file is its human placement, as for human and annealing", "[rl]") {
+  const OpGraph g = make_training_graph(load_graph("zoo:gnmt2:seq=4"));
+  const Cluster cl = cluster_preset("v100x2");
+  const Simulator sim(g, cl);
+  const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
+  // every op on device 1: a placement the zoo's human rule never gives
+  Plan mine = default_plan(g);
+  std::fill(mine.device.begin(), mine.device.end(), 1);
+  const std::string file = temp_path("expert_plan.json");
+  save_plan(mine, g, file);
+  auto on_device_1 = [](const Plan& p) {
+    return std::all_of(p.device.begin(), p.device.end(), [](std::int32_t d) { return d == 1; });
+  };
+  const Anchor rule = choose_anchor(g, pg, cl, sim, 8, true, "human");
+  REQUIRE(rule.result.valid);
+  CHECK_FALSE(on_device_1(rule.plan));
+  const Anchor given = choose_anchor(g, pg, cl, sim, 8, true, "human", 0, nullptr, kAnchorTies, 0, file);
+  REQUIRE(given.result.valid);
+  CHECK(on_device_1(given.plan));
+  CHECK(given.describe().rfind("human", 0) == 0);
+  // the same plan as the human method's with that file, up to the anchor's priorities and fusion
+  const std::string policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
+  register_go_methods(policy, 2, 16);
+  PlaceOptions o;
+  o.expert_split = file;
+  o.anchor_placements = "human";
+  const PlaceResult human = place("human", g, cl, o);
+  CHECK(human.plan.device == given.plan.device);
+  const PlaceResult bh = place("best-heuristic", g, cl, o);
+  REQUIRE(bh.valid);
+  CHECK(on_device_1(bh.plan));
+  CHECK(bh.step_time == given.result.step_time);
+  // go-zero-shot through place(): its anchor is that plan too
+  GoPlaceOptions go;
+  go.policy = policy;
+  go.samples = 2;
+  go.anchor_placements = "human";
+  go.expert = file;
+  GoPlaceReport rep;
+  go_place(g, cl, go, &rep);
+  CHECK(rep.anchor_step_time == given.result.step_time);
+  const PlaceResult zs = place("go-zero-shot", g, cl, o);
+  CHECK(zs.note.find("anchor " + given.describe() + " ") == 0);
+  o.expert_split.clear();
+  CHECK_FALSE(on_device_1(place("best-heuristic", g, cl, o).plan));
+  CHECK(place("go-zero-shot", g, cl, o).note.find("anchor " + rule.describe() + " ") == 0);
+  // through the training config (what go_place passes), for one graph only
+  TrainConfig c = tiny_config(1);
+  c.policy.anchor = true;
+  c.anchor_placements = "human";
+  c.anchor_expert = file;
+  c.updates = 1;
+  PpoTrainer t(c, {g}, cl);
+  CHECK(t.task(0).anchor_step_time == given.result.step_time);
+  CHECK(on_device_1(t.task(0).best_plan));
+  t.update();
+  CHECK(t.task(0).best_step_time <= given.result.step_time);
+  CHECK(TrainConfig::from_json(c.to_json()).anchor_expert == file);
+  CHECK_THROWS_WITH(PpoTrainer(c, {g, g}, cl), Catch::Contains("one graph's plan"));
+  // a file that is not there, or that does not fit the cluster, is an error, not a silent fallback
+  CHECK_THROWS_WITH(choose_anchor(g, pg, cl, sim, 8, true, "human", 0, nullptr, kAnchorTies, 0, file + ".missing"),
+                    Catch::Contains("cannot open"));
+  std::fill(mine.device.begin(), mine.device.end(), 3);
+  save_plan(mine, g, file);
+  CHECK_THROWS_WITH(choose_anchor(g, pg, cl, sim, 8, true, "human", 0, nullptr, kAnchorTies, 0, file),
+                    Catch::Contains("device 3"));
+  std::filesystem::remove(file);
+}
+
 }  // namespace test_rl

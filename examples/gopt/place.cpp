@@ -101,7 +101,8 @@ void add_place_command(CLI::App& app) {
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
-  cmd->add_option("--expert", opts->expert, "human: the expert split / plan file to use");
+  cmd->add_option("--expert", opts->expert, "human: the expert split or go-plan file to use; random and anneal start from it, and GO's anchor "
+                  "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement");
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");

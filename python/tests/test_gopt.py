@@ -304,6 +304,21 @@ class Plans(unittest.TestCase):
         self.assertEqual(len(p), g.num_ops)
         self.assertEqual(gopt.place(g, "v100x6", "human").plan.device.tolist(), p.device.tolist())
 
+    def test_expert_plan_is_the_anchors_human(self):
+        # a plan file given as expert is human's placement for GO's anchor too, as for annealing's start
+        g = gopt.load_graph("zoo:gnmt2:seq=4", training=True)
+        mine = gopt.Plan(device=np.ones(g.num_ops, dtype=np.int32))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mine.json")
+            mine.save(path, g)
+            bh = gopt.place(g, "v100x2", "best-heuristic", expert=path, anchor_placements="human")
+            self.assertTrue(bh.valid)
+            self.assertTrue((bh.plan.device == 1).all())
+            rule = gopt.place(g, "v100x2", "best-heuristic", anchor_placements="human")
+            self.assertFalse((rule.plan.device == 1).all())
+            with self.assertRaisesRegex(gopt.Error, "cannot open"):
+                gopt.place(g, "v100x2", "go-zero-shot", expert=path + ".missing")
+
 
 class Simulate(unittest.TestCase):
     def test_default_plan(self):

@@ -35,7 +35,7 @@ Anchor heuristic_anchor(const OpGraph& g, const Cluster& c, const PlaceOptions& 
   const policy::PolicyGraph pg = policy::PolicyGraph::from_graph(g);
   return choose_anchor(g, pg, c, sim, TrainConfig{}.policy.priority_levels, true,
                        po.anchor_placements.empty() ? kAnchorPlacements : po.anchor_placements, po.seed, trace,
-                       po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties);
+                       po.anchor_ties.empty() ? kAnchorTies : po.anchor_ties, 0, po.expert_split);
 }
 
 std::string ms(double t) {
@@ -49,7 +49,7 @@ std::string ms(double t) {
 
 TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const policy::GoPolicy& policy,
                             std::int64_t finetune, int samples, std::uint64_t seed, const std::string& anchor_ties,
-                            const std::string& anchor_placements) {
+                            const std::string& anchor_placements, const std::string& anchor_expert) {
   TrainConfig cfg = saved.value_or(TrainConfig{});
   cfg.policy = policy.config();
   cfg.updates = std::max<std::int64_t>(0, finetune);
@@ -60,6 +60,7 @@ TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const polic
   cfg.minibatch = samples;
   cfg.anchor_placements = anchor_placements;  // by default every heuristic, whatever pre-training used
   cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
+  cfg.anchor_expert = anchor_expert;
   cfg.reanchor = true;  // each improvement becomes the anchor: samples start from the best plan found
   cfg.block_moves = 0.5;
   cfg.alt_starts = 3;  // half of the block moves on the best other heuristic plans within 5% of the anchor
@@ -101,7 +102,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   }
   const TrainConfig cfg =
       finetune_config(PpoTrainer::saved_config(file, policy_path), *pol, o.finetune, o.finetune_samples, o.seed,
-                      o.anchor_ties, o.anchor_placements);
+                      o.anchor_ties, o.anchor_placements, o.expert);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -191,6 +192,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       o.from_scratch = kind == Kind::one;
       if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
       if (!po.anchor_placements.empty()) o.anchor_placements = po.anchor_placements;
+      o.expert = po.expert_split;
       GO_CHECK(po.finetune >= -1, "go: finetune must be >= 0 updates (or -1: the budget / ", finetune_samples,
                "), got ", po.finetune);
       const bool counted = kind == Kind::finetuned || (kind == Kind::one && po.time_limit <= 0);

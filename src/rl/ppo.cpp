@@ -63,6 +63,8 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
   cfg_.validate();
   GO_CHECK(!graphs.empty(), "ppo: no graphs to train on");
   GO_CHECK(!clusters_.empty(), "ppo: no cluster to train on");
+  GO_CHECK(cfg_.anchor_expert.empty() || graphs.size() == 1, "ppo: \"anchor_expert\" (", cfg_.anchor_expert,
+           ") is one graph's plan, but ", graphs.size(), " graphs were given: train on that graph alone");
   if (policy) cfg_.policy = policy->config();
   for (const Cluster& c : clusters_) {
     const int nd = c.num_devices();

@@ -12,9 +12,9 @@
 //
 // Candidates (each simulated once, after decoding through policy::decode so the anchor is exactly
 // what the policy's actions express):
-//   placement   default (all on device 0), human and pipeline stages (go/baselines/human.hpp), METIS
-//               k-way (when built), and the devices of Baechi's m-ETF and m-SCT and of HEFT
-//               (go/baselines/list_scheduling.hpp)
+//   placement   default (all on device 0), human (an expert plan file's devices when one is given)
+//               and pipeline stages (go/baselines/human.hpp), METIS k-way (when built), and the
+//               devices of Baechi's m-ETF and m-SCT and of HEFT (go/baselines/list_scheduling.hpp)
 //   priority    none (level 0 everywhere = first ready first run) or upward-rank levels: rank(v) =
 //               cost(v) + max over successors of rank, quantized into the policy's levels, so ops
 //               on the critical path run first (HEFT's order)
@@ -221,10 +221,13 @@ inline std::vector<float> upward_rank_levels(const OpGraph& g, const Simulator& 
 // the graph (or METIS in a build without it) is left out; default is used when nothing is left.
 // `trace` (optional) records every candidate's simulation, in the candidates' order. `threads`: the
 // candidates are simulated on that many threads (0: the hardware's); the result does not depend on it.
+// `expert`: a go-plan file or dnn-partitioning expert split whose devices are the human placement
+// (human_plan's PlaceOptions::expert_split, as the human method and annealing's starts take it).
 inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                             int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                             std::uint64_t seed = 0, BestTrace* trace = nullptr,
-                            const std::string& tie_orders = kAnchorTies, int threads = 0) {
+                            const std::string& tie_orders = kAnchorTies, int threads = 0,
+                            const std::string& expert = {}) {
   const std::string problem = list_problem(tie_orders, kAnchorTieOrders);
   GO_CHECK(problem.empty(), "anchor: the tie orders ", problem);
   const std::string unknown = list_problem(which, kAnchorPlacements);
@@ -233,7 +236,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   for (const std::string& t : comma_items(tie_orders)) orders.push_back(anchor_tie_order(t));
   // The heuristic placements and the rank levels, computed side by side on `threads` threads, are
   // kept in this fixed order. A heuristic that throws go::Error (it cannot handle the graph) is
-  // left out, except pipeline stages, whose error is the anchor's.
+  // left out, except pipeline stages and an expert file's human placement (a file the user named
+  // that does not fit the graph or cluster), whose errors are the anchor's.
   auto wanted = [&](const std::string& m) { return ("," + which + ",").find("," + m + ",") != std::string::npos; };
   std::vector<std::pair<std::string, std::function<Plan()>>> heuristics;
   auto add = [&](const char* name, std::function<Plan()> make) {
@@ -241,7 +245,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
   };
   add("default", [&] { return default_plan(g); });
   if (c.num_devices() > 1) {
-    add("human", [&] { return human_plan(g, c, {}, nullptr, &sim); });
+    add("human", [&] { return human_plan(g, c, expert, nullptr, &sim); });
     add("pipeline", [&] { return pipeline_plan(g, c, sim); });
     if (metis_available()) add("metis", [&] { return metis_plan(g, c, seed); });
     // Baechi's list schedulers: their placement only (priorities are the variants below)
@@ -269,7 +273,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
                    try {
                      made[j] = heuristics[j].second();
                    } catch (const Error&) {
-                     if (heuristics[j].first == "pipeline") throw;
+                     if (heuristics[j].first == "pipeline" || (heuristics[j].first == "human" && !expert.empty())) throw;
                    }
                  });
   std::vector<std::pair<std::string, Plan>> placements;
@@ -621,8 +625,9 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
 inline Anchor set_anchor(const OpGraph& g, policy::PolicyGraph& pg, const Cluster& c, const Simulator& sim,
                          int priority_levels, bool colocate = true, const std::string& which = kAnchorPlacements,
                          std::uint64_t seed = 0, BestTrace* trace = nullptr,
-                         const std::string& tie_orders = kAnchorTies, int threads = 0) {
-  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders, threads);
+                         const std::string& tie_orders = kAnchorTies, int threads = 0,
+                         const std::string& expert = {}) {
+  Anchor a = choose_anchor(g, pg, c, sim, priority_levels, colocate, which, seed, trace, tie_orders, threads, expert);
   pg.set_anchor(a.actions.device.clone(), a.actions.priority.clone(), a.actions.fuse.clone());
   pg.ties = a.ties;
   pg.join = a.join();

@@ -42,6 +42,8 @@
 //                                  // the pipelined candidates (depth-first order) are answers only
 //                                  // unless it is listed (go/rl/anchor.hpp Anchor::faster;
 //                                  // bench/README.md "Latest-first order", "Pipelined plans")
+//     "anchor_expert": "",         // a go-plan file or dnn-partitioning expert split whose devices are
+//                                  // the anchor's human placement (one graph only; "": the human rule)
 //     "reanchor": false,           // after an update that improved a graph's best plan, that plan's
 //                                  // actions become its anchor, so later samples start from the best
 //                                  // plan found rather than from the heuristic (fine-tuning sets it)
@@ -144,6 +146,7 @@ struct TrainConfig {
   bool colocate = true;
   std::string anchor_placements = kAnchorPlacements;
   std::string anchor_ties = kAnchorTies;
+  std::string anchor_expert;
   bool reanchor = false;
   double block_moves = 0.0;
   int alt_starts = 0;

@@ -96,7 +96,8 @@ inline constexpr int kFinetuneSamples = 128;
 TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const policy::GoPolicy& policy,
                             std::int64_t finetune, int samples, std::uint64_t seed,
                             const std::string& anchor_ties = kAnchorTies,
-                            const std::string& anchor_placements = kAnchorPlacements);
+                            const std::string& anchor_placements = kAnchorPlacements,
+                            const std::string& anchor_expert = {});
 
 struct GoPlaceOptions {
   std::string policy;          // a policy file or gopt train checkpoint
@@ -110,6 +111,8 @@ struct GoPlaceOptions {
                                // "seed" re-drawn from `seed`), trained on this graph alone
   std::string anchor_ties = kAnchorTies;  // the anchor's tie orders (TrainConfig::anchor_ties)
   std::string anchor_placements = kAnchorPlacements;  // ... and placements (TrainConfig::anchor_placements)
+  std::string expert;          // a plan file whose devices are the anchor's human placement
+                               // (TrainConfig::anchor_expert; PlaceOptions::expert_split)
 };
 
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.

@@ -400,7 +400,8 @@ class PpoTrainer {
   // METIS draws with the run's seed, so fine-tuning with seed s starts from best-heuristic's plan of s.
   void init_anchor(GraphTask& t) const {
     const Anchor a = set_anchor(*t.graph, t.pg, t.sim->cluster(), *t.sim, cfg_.policy.priority_levels, cfg_.colocate,
-                                cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties, cfg_.threads);
+                                cfg_.anchor_placements, cfg_.seed, &t.trace, cfg_.anchor_ties, cfg_.threads,
+                                cfg_.anchor_expert);
     t.anchor = a.describe();
     t.anchor_step_time = a.result.valid ? a.result.step_time : kInf;
     t.anchor_faster = a.faster;
