@@ -299,12 +299,6 @@ py::dict sim_result_dict(const PySimResult& r) {
   return d;
 }
 
-const go::Plan& plan_arg(const py::handle& h, const go::Plan& empty) {
-  if (h.is_none()) return empty;
-  GO_CHECK(py::isinstance<PyPlan>(h), "plan must be a gopt.Plan or None, got ", std::string(py::str(h.get_type())));
-  return h.cast<const PyPlan&>().p;
-}
-
 // One numpy array (or list of str) of a field of every op.
 template <class F>
 auto per_op(const PyGraph& g, F field) {
@@ -655,6 +649,12 @@ priorities and fusion, "unfused" for plans without fusion; each is the larger of
 }
 
 }  // namespace
+
+const go::Plan& plan_arg(const py::handle& h, const go::Plan& empty) {
+  if (h.is_none()) return empty;
+  GO_CHECK(py::isinstance<PyPlan>(h), "plan must be a gopt.Plan or None, got ", std::string(py::str(h.get_type())));
+  return h.cast<const PyPlan&>().p;
+}
 
 PyCluster cluster_arg(const py::handle& h) {
   if (py::isinstance<PyCluster>(h)) return h.cast<const PyCluster&>();

@@ -90,6 +90,8 @@ PySimResult simulate(PyGraph& g, const PyCluster& c, const go::Plan& plan, bool 
 PyCluster cluster_arg(const py::handle& h);
 // A gopt.Graph, or a path / zoo spec loaded on the spot (training: expand a loaded file).
 std::shared_ptr<PyGraph> graph_arg(const py::handle& h, bool training = false);
+// A gopt.Plan's plan, or `empty` for None.
+const go::Plan& plan_arg(const py::handle& h, const go::Plan& empty);
 
 template <class T>
 py::array_t<T> to_array(std::span<const T> v) {

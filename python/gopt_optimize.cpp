@@ -34,6 +34,21 @@ struct PyPlaceResult {
   PyPlan plan;
 };
 
+PyPlaceResult py_place_result(go::PlaceResult r) {
+  PyPlaceResult out;
+  out.method = r.method;
+  out.valid = r.valid;
+  out.status = std::string(go::sim_status_name(r.status));
+  out.reason = r.reason;
+  out.note = r.note;
+  out.step_time_ms = ms(r.step_time);
+  out.optimize_seconds = r.optimize_seconds;
+  out.simulations = r.simulations;
+  out.peak_memory = r.peak_memory;
+  out.plan.p = std::move(r.plan);
+  return out;
+}
+
 py::dict place_result_dict(const PyPlaceResult& r) {
   py::dict d;
   d["method"] = r.method;
@@ -278,17 +293,7 @@ void bind_optimize(py::module_& m) {
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
-      go::PlaceResult r = go::place(method, *g->g, *c.c, o);
-      out.method = r.method;
-      out.valid = r.valid;
-      out.status = std::string(go::sim_status_name(r.status));
-      out.reason = r.reason;
-      out.note = r.note;
-      out.step_time_ms = ms(r.step_time);
-      out.optimize_seconds = r.optimize_seconds;
-      out.simulations = r.simulations;
-      out.peak_memory = r.peak_memory;
-      out.plan.p = std::move(r.plan);
+      out = py_place_result(go::place(method, *g->g, *c.c, o));
     }
     return out;
   }, py::arg("graph"), py::arg("cluster"), py::arg("method"), py::kw_only(), py::arg("seed") = 0,
@@ -314,6 +319,34 @@ relabel: the best with its devices relabelled for the links), as gopt place --an
 fit_memory: every method: a plan that runs out of memory has op sets moved off the devices that
 overflow until it fits (the note says how many; off by default), as gopt place --fit-memory.
 A plan that does not fit memory comes back with valid False.)doc");
+
+  m.def("fit_memory", [](const py::object& graph, const py::object& cluster, const py::object& plan,
+                         bool check_colocation, const std::string& cost) {
+    std::shared_ptr<PyGraph> g = graph_arg(graph);
+    const PyCluster c = cluster_arg(cluster);
+    static const go::Plan empty;
+    go::PlaceResult r;
+    r.method = "fit-memory";
+    r.plan = plan_arg(plan, empty);
+    go::SimOptions so;
+    so.check_colocation = check_colocation;
+    so.cost = go::parse_cost_source(cost);
+    {
+      py::gil_scoped_release nogil;
+      if (r.plan.device.empty()) r.plan = go::default_plan(*g->g);
+      go::evaluate_plan(*g->g, *c.c, r.plan, r, so);
+      go::fit_result_to_memory(*g->g, *c.c, so, r);
+    }
+    return py_place_result(std::move(r));
+  }, py::arg("graph"), py::arg("cluster"), py::arg("plan") = py::none(), py::kw_only(),
+     py::arg("check_colocation") = true, py::arg("cost") = "measured", R"doc(
+Fits a plan (None: every op on device 0) that runs out of memory to it, as gopt place --fit-memory
+fits a method's plan (include/go/baselines/memory_fit.hpp): op sets (forward ops with their training
+ops) moved off the device that overflows most onto those with the most room, each trial simulated,
+until it fits; priorities are kept, fusion groups a move splits run unfused. Returns a
+gopt.PlaceResult (method "fit-memory"): the fitted plan and its simulation where one fits, else the
+plan as it was (valid False); its note says how many op sets moved and simulations were made. A plan
+that fits, or a one-device cluster, comes back as it is, simulated once.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")
       .def_readonly("name", &PyTaskResult::name)

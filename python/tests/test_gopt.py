@@ -401,6 +401,28 @@ class Simulate(unittest.TestCase):
         self.assertEqual(len(set(r.plan.device.tolist())), 2)  # one op set moved to one other device
         self.assertAlmostEqual(gopt.simulate(g, "v100x4", r.plan).step_time_ms, r.step_time_ms, places=9)
 
+    def test_fit_memory(self):
+        # the same graph: any plan fitted as place(..., fit_memory=True) fits a method's, priorities kept
+        g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul", "matmul"], edges=[[0, 1], [1, 2], [2, 3]],
+                                   param_bytes=[0, 6 << 30, 6 << 30, 6 << 30])
+        mine = gopt.Plan(device=[0, 0, 0, 0], priority=[3.0, 2.0, 1.0, 0.0])
+        r = gopt.fit_memory(g, "v100x4", mine)
+        self.assertEqual(r.method, "fit-memory")
+        self.assertTrue(r.valid)
+        self.assertIn("fitted to memory: 1 op set(s) moved", r.note)
+        self.assertEqual(r.plan.priority.tolist(), [3.0, 2.0, 1.0, 0.0])
+        self.assertEqual(r.plan.device.tolist(), gopt.place(g, "v100x4", "default", fit_memory=True).plan.device.tolist())
+        self.assertEqual(r.simulations, gopt.place(g, "v100x4", "default", fit_memory=True).simulations)
+        self.assertAlmostEqual(gopt.simulate(g, "v100x4", r.plan).step_time_ms, r.step_time_ms, places=9)
+        self.assertEqual(gopt.fit_memory(g, "v100x4").plan.device.tolist(), r.plan.device.tolist())  # None: device 0
+        # a plan that fits, and one device (nothing to move to), come back as they are
+        fits = gopt.fit_memory(g, "v100x4", r.plan)
+        self.assertEqual((fits.plan, fits.note, fits.simulations), (r.plan, "", 0))
+        one = gopt.fit_memory(g, "v100x1", gopt.Plan.single_device(4))
+        self.assertEqual((one.valid, one.status, one.note), (False, "out_of_memory", ""))
+        with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 4 ops"):
+            gopt.fit_memory(g, "v100x4", gopt.Plan(device=[0, 1]))
+
     def test_wrong_plan_length_raises(self):
         g = chain()
         with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 3 ops"):

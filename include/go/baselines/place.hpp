@@ -156,7 +156,36 @@ inline void scale_budgets_to_estimate(const OpGraph& g, Cluster& c) {
 // hardware's threads: the fitted plan is returned where one fits (its simulations count in
 // optimize_seconds and simulations, the note says how many op sets moved), else the plan as it
 // was, the note saying that none fits.
-inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {}) {
+inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts = {});
+
+// PlaceOptions::fit_memory's step, for any simulated plan (gopt.fit_memory in Python): where r's plan
+// is out of memory on a cluster of several devices, fit_memory() with the further rounds (received
+// tensors, several window sizes), its trials on the hardware's threads. A fitted plan replaces r's
+// (its whole simulation recorded); the simulations and the time count in r, and the note says how
+// many op sets moved, or that none fits (r then as it was).
+inline void fit_result_to_memory(const OpGraph& g, const Cluster& c, const SimOptions& so, PlaceResult& r) {
+  if (r.status != SimStatus::out_of_memory || c.num_devices() < 2) return;
+  const auto t1 = std::chrono::steady_clock::now();
+  const Simulator sim(g, c, so);
+  // a baseline's plan is fitted once, so it may take more simulations than GO's anchor spends on
+  // its candidate (bench/README.md, "Plans fitted to memory")
+  MemoryFitOptions mo;
+  mo.more_rounds = 12;
+  MemoryFit f = fit_memory(sim, r.plan, 0, mo);
+  r.simulations += f.simulations;
+  r.optimize_seconds += detail::base::seconds_since(t1);
+  std::string what = "fitted to memory: ";
+  if (f.fits()) {
+    what += std::to_string(f.moves) + " op set(s) moved off the devices that overflow";
+    r.plan = std::move(f.plan);
+    record_simulation(g, c, f.result, r);  // fit_memory's whole simulation of it, with `so`
+  } else {
+    what += "no plan found that fits; the plan is returned as it was";
+  }
+  r.note += (r.note.empty() ? "" : "; ") + what + " (" + std::to_string(f.simulations) + " simulations)";
+}
+
+inline PlaceResult place(const std::string& method, const OpGraph& g, const Cluster& c, const PlaceOptions& opts) {
   // SimOptions::cost = roofline: the methods' own cost estimates (op_times, anchors, features) see
   // the graph without measured times too, as the simulator does.
   if (opts.sim.cost == CostSource::roofline && has_measured_times(g)) return place(method, without_measured_times(g), c, opts);
@@ -206,27 +235,7 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
         r.note += std::string(r.note.empty() ? "" : "; ") + "memory feedback: " + std::to_string(retries) +
                   " re-run(s) with adjusted device budgets" + (r.valid ? "" : ", none fits; the attempt least over capacity is returned");
       }
-      if (opts.fit_memory && r.status == SimStatus::out_of_memory && c.num_devices() > 1) {
-        const auto t1 = std::chrono::steady_clock::now();
-        const Simulator sim(g, c, opts.sim);
-        // with the further rounds (received tensors, several window sizes): a baseline's plan is
-        // fitted once, so it may take more simulations than GO's anchor spends on its candidate
-        // (bench/README.md, "Plans fitted to memory")
-        MemoryFitOptions mo;
-        mo.more_rounds = 12;
-        MemoryFit f = fit_memory(sim, r.plan, 0, mo);  // the trials on the hardware's threads
-        r.simulations += f.simulations;
-        r.optimize_seconds += detail::base::seconds_since(t1);
-        std::string what = "fitted to memory: ";
-        if (f.fits()) {
-          what += std::to_string(f.moves) + " op set(s) moved off the devices that overflow";
-          r.plan = std::move(f.plan);
-          record_simulation(g, c, f.result, r);  // fit_memory's whole simulation of it, with opts.sim
-        } else {
-          what += "no plan found that fits; the plan is returned as it was";
-        }
-        r.note += (r.note.empty() ? "" : "; ") + what + " (" + std::to_string(f.simulations) + " simulations)";
-      }
+      if (opts.fit_memory) fit_result_to_memory(g, c, opts.sim, r);
       return r;
     }
     for (std::int32_t d = 0; d < c.num_devices(); ++d) {
