@@ -149,8 +149,30 @@ TEST_CASE("gopt place --fit-memory: a plan that runs out of memory, fitted to it
   char cell[64];
   std::snprintf(cell, sizeof cell, "%.2f", j["step_time_ms"].get<double>());
   CHECK_THAT(e.out, Contains(cell));
+  // gopt simulate --fit-memory fits any plan the same way (here the default one) and --out writes it
+  const std::string sim_out = tmp_path("fitted_by_simulate.json");
+  const auto s = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", cl, "--fit-memory", "--json", "--out", sim_out});
+  REQUIRE(s.code == 0);
+  const auto js = nlohmann::json::parse(s.out);
+  CHECK(js["valid"] == true);
+  CHECK_THAT(js["fitted"].get<std::string>(), Contains("fitted to memory: 1 op set(s) moved"));
+  CHECK(js["step_time_ms"].get<double>() == j["step_time_ms"].get<double>());
+  CHECK(simulate_plan("zoo:rnnlm2", cl, sim_out)["step_time_ms"].get<double>() == js["step_time_ms"].get<double>());
+  const auto text = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", cl, "--plan", sim_out, "--fit-memory"});
+  REQUIRE(text.code == 0);  // a plan that fits is simulated as it is, and nothing is said
+  CHECK_THAT(text.out, !Contains("fitted to memory"));
+  CHECK_THAT(text.out, Contains("valid        yes"));
+  // where nothing fits (64 MB devices), the plan as given, out of memory, and why
+  go::write_file_atomic(cl, R"({"format": "go-cluster", "version": 1, "name": "tiny",
+    "devices": {"count": 2, "type": "v100", "memory_bytes": 67108864},
+    "links": {"bandwidth": 25e9, "latency": 2e-5}})");
+  const auto none = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", cl, "--fit-memory"});
+  REQUIRE(none.code == 0);
+  CHECK_THAT(none.out, Contains("no plan found that fits"));
+  CHECK_THAT(none.out, Contains("valid        no: out of memory"));
   fs::remove(cl);
   fs::remove(plan);
+  fs::remove(sim_out);
 }
 
 TEST_CASE("gopt simulate: a plan with a fusion group no compiler builds is invalid, with the reason") {

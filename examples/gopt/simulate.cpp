@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "go/baselines/place.hpp"
 #include "go/core/error.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
@@ -33,11 +34,13 @@ struct SimulateOptions {
   std::string cluster;
   std::string plan;
   std::string trace;
+  std::string out;
   std::string cost = "measured";
   bool training = false;
   bool json = false;
   bool no_colocation = false;
   bool critical_path = false;
+  bool fit_memory = false;
   int repeat = 1;
   bool repeat_given = false;
 };
@@ -54,6 +57,16 @@ void run_simulate(const SimulateOptions& o) {
   go::SimOptions so;
   so.check_colocation = !o.no_colocation;
   so.cost = cost;
+  std::string fitted;  // what --fit-memory did ("" when the plan fit as it was)
+  if (o.fit_memory) {
+    go::PlaceResult f;
+    f.plan = plan.device.empty() ? go::default_plan(g) : plan;
+    go::evaluate_plan(g, cluster, f.plan, f, so);
+    go::fit_result_to_memory(g, cluster, so, f);
+    fitted = f.note;
+    if (!f.note.empty() && f.valid) plan = std::move(f.plan);  // else the plan as given, still out of memory
+  }
+  if (!o.out.empty()) go::save_plan(plan.device.empty() ? go::default_plan(g) : plan, g, o.out);
   go::Simulator sim(g, cluster, so);
   go::SimWorkspace ws = sim.make_workspace();
   ws.set_record_memory(!o.trace.empty());
@@ -107,6 +120,8 @@ void run_simulate(const SimulateOptions& o) {
       j["sims_per_second"] = seconds > 0 ? nlohmann::json(static_cast<double>(o.repeat) / seconds) : nlohmann::json(nullptr);
     }
     if (!o.trace.empty()) j["trace"] = o.trace;
+    if (o.fit_memory) j["fitted"] = fitted;
+    if (!o.out.empty()) j["out"] = o.out;
     if (o.critical_path) {
       nlohmann::json by_kind = nlohmann::json::object();
       for (std::size_t k = 0; k < go::kNumOpKinds; ++k)
@@ -137,6 +152,7 @@ void run_simulate(const SimulateOptions& o) {
   else
     std::printf("plan         %s%s%s\n", printable(o.plan).c_str(), plan.has_priority() ? ", priorities" : "",
                 plan.has_fusion() ? ", fusion" : "");
+  if (!fitted.empty()) std::printf("             %s\n", printable(fitted).c_str());
   if (cost == go::CostSource::roofline) std::printf("cost         roofline (measured op times ignored)\n");
   if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
   else std::printf("step time    -\n");
@@ -187,6 +203,7 @@ void run_simulate(const SimulateOptions& o) {
     std::printf("             compute by op kind (ms): %s\n", kinds.c_str());
   }
   if (!o.trace.empty()) std::printf("trace        %s\n", printable(o.trace).c_str());
+  if (!o.out.empty()) std::printf("out          %s\n", printable(o.out).c_str());
   if (o.repeat_given)
     std::printf("speed        %d simulations in %.3f s: %.1f sims/s (%.3f ms each)\n", o.repeat, seconds,
                 seconds > 0 ? o.repeat / seconds : 0.0, seconds / o.repeat * 1e3);
@@ -220,6 +237,11 @@ void add_simulate_command(CLI::App& app) {
                 "where the step time goes: walk the step's critical path back from the unit that ends last (each "
                 "unit's latest data input, or its device's previous unit) and split it into compute (by device and op "
                 "kind), transfers, waits for a busy link and gaps");
+  cmd->add_flag("--fit-memory", opts->fit_memory,
+                "a plan (or the default) that runs out of memory is fitted to it first, as gopt place --fit-memory fits a "
+                "method's: op sets moved off the devices that overflow until it fits, priorities kept; the fitted plan is "
+                "the one simulated and reported (where none fits, the plan as given)");
+  cmd->add_option("--out", opts->out, "write the simulated plan (with --fit-memory: the fitted one) as go-plan JSON");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {
