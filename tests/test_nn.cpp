@@ -104,6 +104,31 @@ TEST_CASE("nn::mlp_gelu equals two linears with gelu between, gradients included
                     Catch::Contains("do not chain"));
 }
 
+// Its backward writes gelu' over the saved pre-activation, unless the graph is kept (retain_graph)
+// for another pass: then a second pass must see the same pre-activation and add the same gradients.
+TEST_CASE("nn::mlp_gelu back-propagated twice through a kept graph, and once through a freed one", "[nn]") {
+  Rng rng(11);
+  const Tensor x = random_tensor(Shape{300, 8}, rng), W1 = random_tensor(Shape{8, 200}, rng),  // 60,000 > 2^15: parallel
+      b1 = random_tensor(Shape{1, 200}, rng), W2 = random_tensor(Shape{200, 5}, rng), b2 = random_tensor(Shape{1, 5}, rng);
+  auto grads = [&](bool twice) {
+    std::vector<Variable> v{Variable(x, true), Variable(W1, true), Variable(b1, true), Variable(W2, true), Variable(b2, true)};
+    Variable loss = sum(nn::mlp_gelu(v[0], v[1], v[2], v[3], v[4]) * nn::mlp_gelu(v[0], v[1], v[2], v[3], v[4]));
+    CHECK_FALSE(retaining_graph());
+    if (twice) loss.backward(true);
+    CHECK_FALSE(retaining_graph());  // reset after the pass
+    loss.backward();
+    std::vector<Tensor> g;
+    for (const Variable& p : v) g.push_back(p.grad().clone());
+    return g;
+  };
+  const std::vector<Tensor> once = grads(false), two = grads(true);
+  for (std::size_t i = 0; i < once.size(); ++i) {
+    const float* a = once[i].f32();
+    const float* b = two[i].f32();
+    for (std::int64_t k = 0; k < once[i].numel(); ++k) REQUIRE(b[k] == 2.f * a[k]);  // exact: x + x = 2x
+  }
+}
+
 TEST_CASE("nn::linear on large inputs (parallel paths) matches the generic ops", "[nn]") {
   Rng rng(3);
   const Tensor x = random_tensor(Shape{3000, 32}, rng), W = random_tensor(Shape{32, 48}, rng),

@@ -25,9 +25,18 @@ inline bool& grad_mode_flag() {
   thread_local bool enabled = true;
   return enabled;
 }
+inline bool& retaining_graph_flag() {
+  thread_local bool retaining = false;
+  return retaining;
+}
 }  // namespace detail
 
 inline bool grad_enabled() { return detail::grad_mode_flag(); }
+
+// True while a backward pass that keeps its graph (retain_graph) runs on this thread. A node's
+// backward may write over what it saved for it (its last reader) only when this is false: a kept
+// graph can be back-propagated again.
+inline bool retaining_graph() { return detail::retaining_graph_flag(); }
 
 // Disables graph recording in its scope (this thread only).
 class NoGradGuard {
@@ -175,6 +184,11 @@ inline void Variable::backward(const Tensor& seed, bool retain_graph) {
   }
   accumulate_into(node_->grad, seed);
   NoGradGuard no_grad;
+  struct Retaining {
+    bool prev = detail::retaining_graph_flag();
+    explicit Retaining(bool r) { detail::retaining_graph_flag() = r; }
+    ~Retaining() { detail::retaining_graph_flag() = prev; }
+  } retaining(retain_graph);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = it->get();
     if (!n->backward) continue;  // a leaf
