@@ -162,6 +162,10 @@ TEST_CASE("gopt place --fit-memory: a plan that runs out of memory, fitted to it
   REQUIRE(text.code == 0);  // a plan that fits is simulated as it is, and nothing is said
   CHECK_THAT(text.out, !Contains("fitted to memory"));
   CHECK_THAT(text.out, Contains("valid        yes"));
+  const auto fitted_text = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", cl, "--fit-memory"});
+  REQUIRE(fitted_text.code == 0);
+  CHECK_THAT(fitted_text.out, Contains("plan         default (every op on gpu0), fitted to memory"));
+  CHECK_THAT(fitted_text.out, Contains("fitted to memory: 1 op set(s) moved"));
   // where nothing fits (64 MB devices), the plan as given, out of memory, and why
   go::write_file_atomic(cl, R"({"format": "go-cluster", "version": 1, "name": "tiny",
     "devices": {"count": 2, "type": "v100", "memory_bytes": 67108864},

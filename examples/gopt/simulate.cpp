@@ -147,8 +147,10 @@ void run_simulate(const SimulateOptions& o) {
   std::printf("graph        %s (%d ops%s)\n", printable(o.graph).c_str(), g.num_ops(), g.info().training ? ", training" : "");
   std::printf("cluster      %s: %zu devices, %s channels\n", printable(cluster.name).c_str(), nd,
               std::string(go::channel_model_name(cluster.channels)).c_str());
-  if (o.plan.empty())
+  if (o.plan.empty() && plan.device.empty())
     std::printf("plan         default: every op on %s, first ready first run, no fusion\n", cluster.devices[0].name.c_str());
+  else if (o.plan.empty())
+    std::printf("plan         default (every op on %s), fitted to memory\n", cluster.devices[0].name.c_str());
   else
     std::printf("plan         %s%s%s\n", printable(o.plan).c_str(), plan.has_priority() ? ", priorities" : "",
                 plan.has_fusion() ? ", fusion" : "");
