@@ -253,6 +253,38 @@ static void check_bad_anchor_list(const std::string& flag, const std::string& ba
   CHECK_THAT(r.err, Contains(flag + ": ") && (Contains("expected a comma-separated list of " + known) || Contains("twice")));
 }
 
+// A flag the method does not read is named on stderr, with the methods that read it; the run goes
+// on. gopt eval says so only for a flag that none of its methods reads.
+TEST_CASE("gopt place and eval: a flag no method given reads gets a note, the run goes on") {
+  go::rl::register_go_methods("");  // the go methods, as gopt's main registers them
+  const auto human = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--policy", "x.ckpt",
+                               "--anchor-ties", "latest", "--json"});
+  REQUIRE(human.code == 0);
+  CHECK(nlohmann::json::parse(human.out)["valid"] == true);
+  CHECK_THAT(human.err, Contains("gopt place: note: --policy is not used by human (it is read by go, go-zero-shot, "
+                                 "go-one); ignored"));
+  CHECK_THAT(human.err, Contains("--anchor-ties is not used by human"));
+  const auto fused = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "best-heuristic", "--fusion",
+                               "xla"});
+  REQUIRE(fused.code == 0);
+  CHECK_THAT(fused.err, Contains("--fusion is not used by best-heuristic"));
+  const auto read = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "anneal", "--budget", "5",
+                              "--time-limit", "10"});
+  REQUIRE(read.code == 0);
+  CHECK_THAT(read.err, !Contains("note:"));
+  const auto eval = run_gopt({"eval", "--graphs", "zoo:rnnlm2", "--cluster", "v100x2", "--methods", "human,anneal",
+                              "--budget", "5", "--finetune", "3"});
+  REQUIRE(eval.code == 0);
+  CHECK_THAT(eval.err, Contains("gopt eval: note: --finetune is not used by any of human, anneal (it is read by go, "
+                                "go-one); ignored"));
+  CHECK_THAT(eval.err, !Contains("--budget is not used"));
+  // an unknown method is place()'s error, not a note
+  const auto unknown = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "humane", "--policy", "x"});
+  CHECK(unknown.code != 0);
+  CHECK_THAT(unknown.err, !Contains("note:"));
+  CHECK_THAT(unknown.err, Contains("unknown method 'humane'"));
+}
+
 // --anchor-ties: the orders GO's anchor is chosen from; best-heuristic tries the others too, as
 // answers. On the RNNLM training graph latest-first is the fastest (tests/test_rl.cpp rebuilds that
 // plan by hand), found either way, and the plan written re-simulates to the step time reported. A

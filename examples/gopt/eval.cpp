@@ -200,8 +200,11 @@ void add_eval_command(CLI::App& app) {
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
-  cmd->callback([opts]() {
-    run_command("eval", [&] { run_eval(*opts); });
+  cmd->callback([opts, cmd]() {
+    run_command("eval", [&] {
+      note_unused_flags(*cmd, "eval", split_list(opts->methods));
+      run_eval(*opts);
+    });
   });
 }
 

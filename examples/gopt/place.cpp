@@ -107,8 +107,11 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
-  cmd->callback([opts]() {
-    run_command("place", [&] { run_place(*opts); });
+  cmd->callback([opts, cmd]() {
+    run_command("place", [&] {
+      note_unused_flags(*cmd, "place", {opts->method});
+      run_place(*opts);
+    });
   });
 }
 

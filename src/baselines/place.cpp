@@ -14,7 +14,7 @@ std::vector<PlaceMethod> builtin_methods() {
   m.push_back({"human", "human-expert placement (zoo rules, dnn-partitioning expert splits, else contiguous blocks by depth)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return human_plan(g, c, o.expert_split, &r.note, nullptr, o.sim);
-               }});
+               }, false, false, {PlaceOption::expert}});
   m.push_back({"pipeline", "pipeline stages: forward ops in depth-first topological order cut into one block of equal compute per device (of compute and memory where those do not fit), training ops with their forward op",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return pipeline_plan(g, c, o.sim, &r.note);
@@ -34,16 +34,17 @@ std::vector<PlaceMethod> builtin_methods() {
   m.push_back({"random", "random search over contiguous-block placements and priorities, from the default and human plans (budget: simulations)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  return random_search_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, search_starts(g, c, o));
-               }});
+               }, false, false, {PlaceOption::budget, PlaceOption::expert}});
   m.push_back({"anneal", "simulated annealing over placement, priority and fusion from the best of the default and human plans, with and without XLA-like fusion (budget: simulations; --time-limit: seconds)",
                [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) {
                  BestTrace trace;
                  Plan p = anneal_plan(g, c, o.budget, o.seed, o.sim, &r.simulations, anneal_starts(g, c, o), o.time_limit, &trace);
                  r.note = trace.text();
                  return p;
-               }, false, true});
+               }, false, true, {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert}});
   m.push_back({"exact", "optimal placement + schedule by mixed-integer programming with CBC, graphs of <= 200 ops (--time-limit: seconds, default 60; the note says proven optimal or the gap)",
-               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) { return exact_plan(g, c, o, &r.note); }});
+               [](const OpGraph& g, const Cluster& c, const PlaceOptions& o, PlaceResult& r) { return exact_plan(g, c, o, &r.note); },
+               false, false, {PlaceOption::time_limit}});
   return m;
 }
 

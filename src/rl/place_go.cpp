@@ -224,18 +224,22 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                      std::to_string(finetune_samples) + " samples (--policy, --finetune, --time-limit)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
+  go.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::policy,
+              PlaceOption::finetune, PlaceOption::anchor};
   register_place_method(go);
   PlaceMethod zs{
       "go-zero-shot",
       "GO zero-shot: pre-trained policy, greedy + best of " + std::to_string(samples) + " samples (--policy)",
       run(Kind::zero_shot)};
   zs.decides_fusion = true;
+  zs.reads = {PlaceOption::expert, PlaceOption::policy, PlaceOption::anchor};
   register_place_method(zs);
   PlaceMethod one{"go-one",
                   "GO trained from scratch on this graph alone (the --policy file's architecture; "
                   "--time-limit, else as many updates as go)",
                   run(Kind::one)};
   one.decides_fusion = true;
+  one.reads = go.reads;  // its updates: as go's without a time limit
   register_place_method(one);
   PlaceMethod bh{
       "best-heuristic",
@@ -251,6 +255,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
         return a.answer();
       }};
   bh.decides_fusion = true;
+  bh.reads = {PlaceOption::expert, PlaceOption::anchor};
   register_place_method(bh);
   PlaceMethod aa{"anneal-anchor",
                  "anneal starting also from GO's anchor (the best-heuristic plan), so it starts where GO does "
@@ -274,6 +279,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                    return p;
                  }};
   aa.decides_fusion = true;
+  aa.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::anchor};
   register_place_method(aa);
   register_hdp_method();
 }

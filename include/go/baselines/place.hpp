@@ -48,6 +48,10 @@ namespace go {
 // An optimizer: returns a plan for the graph on the cluster; may set out.note and out.simulations.
 using PlaceFn = std::function<Plan(const OpGraph&, const Cluster&, const PlaceOptions&, PlaceResult& out)>;
 
+// The PlaceOptions a method may read besides seed, sim and fit_memory (which place() applies to
+// every method): a front end says when an option it was given goes unused (gopt place, gopt eval).
+enum class PlaceOption : std::uint8_t { budget, time_limit, expert, policy, finetune, anchor };
+
 struct PlaceMethod {
   std::string name;
   std::string help;  // one line
@@ -58,6 +62,8 @@ struct PlaceMethod {
   // The method chooses fusion itself (the RL method): its plan's fusion is kept as it is, and
   // PlaceOptions::fusion (none/xla) does not apply.
   bool decides_fusion = false;
+  std::vector<PlaceOption> reads;  // which of those it reads (anchor: anchor_ties and anchor_placements)
+  bool reads_option(PlaceOption o) const { return std::find(reads.begin(), reads.end(), o) != reads.end(); }
 };
 
 namespace detail::base {

@@ -519,12 +519,14 @@ inline void register_hdp_method() {
                 "the reference's settings (--budget samples, --time-limit seconds)",
                 run(HdpConfig{})};
   m.decides_fusion = true;  // its answer is the plan it simulated: no fusion added
+  m.reads = {PlaceOption::budget, PlaceOption::time_limit};
   register_place_method(m);
   PlaceMethod t{"hdp-tuned",
                 "HDP tuned for go's simulator: the baseline starts at the first sample's cost, lr 1e-3, "
                 "hidden size 64 (--budget samples, --time-limit seconds)",
                 run(hdp_tuned_config())};
   t.decides_fusion = true;
+  t.reads = m.reads;
   register_place_method(std::move(t));
 }
 
