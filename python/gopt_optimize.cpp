@@ -290,6 +290,22 @@ void bind_optimize(py::module_& m) {
     o.anchor_ties = anchor_list("anchor_ties", anchor_ties, go::rl::kAnchorTieOrders);
     o.anchor_placements = anchor_list("anchor_placements", anchor_placements, go::rl::kAnchorPlacements);
     o.fit_memory = fit_memory;
+    // an argument away from its default that the method does not read: a UserWarning, as gopt place's note
+    using go::PlaceOption;
+    const std::pair<bool, std::pair<PlaceOption, const char*>> given[] = {
+        {budget != 1000, {PlaceOption::budget, "budget"}},
+        {time_limit != 0, {PlaceOption::time_limit, "time_limit"}},
+        {fusion != "none", {PlaceOption::fusion, "fusion"}},
+        {!expert.empty(), {PlaceOption::expert, "expert"}},
+        {!policy.empty(), {PlaceOption::policy, "policy"}},
+        {finetune != -1, {PlaceOption::finetune, "finetune"}},
+        {!anchor_ties.empty(), {PlaceOption::anchor, "anchor_ties"}},
+        {!anchor_placements.empty(), {PlaceOption::anchor, "anchor_placements"}}};
+    for (const auto& [set, what] : given) {
+      const std::string note = set ? go::unused_option_note({method}, what.first, what.second) : std::string();
+      if (!note.empty() && PyErr_WarnEx(PyExc_UserWarning, ("gopt.place: " + note).c_str(), 1) < 0)
+        throw py::error_already_set();  // warnings turned into errors
+    }
     PyPlaceResult out;
     {
       py::gil_scoped_release nogil;
@@ -318,7 +334,9 @@ candidate that runs out of memory fitted to it; depth-first: the two best pipeli
 relabel: the best with its devices relabelled for the links), as gopt place --anchor-placements;
 fit_memory: every method: a plan that runs out of memory has op sets moved off the devices that
 overflow until it fits (the note says how many; off by default), as gopt place --fit-memory.
-A plan that does not fit memory comes back with valid False.)doc");
+An argument away from its default that the method does not read (policy for "human", fusion for a
+method that chooses fusion itself, ...) gives a UserWarning naming the methods that read it, as
+gopt place's note on stderr. A plan that does not fit memory comes back with valid False.)doc");
 
   m.def("fit_memory", [](const py::object& graph, const py::object& cluster, const py::object& plan,
                          bool check_colocation, const std::string& cost) {

@@ -30,39 +30,19 @@ go::PlaceOptions place_options(const Flags& o) {
   return po;
 }
 
-// Each flag given on `cmd`'s command line that none of `methods` reads (go::PlaceMethod::reads,
-// decides_fusion for --fusion) gets a line on stderr naming the methods that read it: the run goes
-// on, the flag ignored. Unknown methods are left to place()'s error.
+// Each flag given on `cmd`'s command line that none of `methods` reads gets a line on stderr
+// (go::unused_option_note): the run goes on, the flag ignored.
 inline void note_unused_flags(const CLI::App& cmd, const std::string& command, const std::vector<std::string>& methods) {
   using go::PlaceOption;
-  auto reads = [](const go::PlaceMethod& m, const std::string& flag) {
-    if (flag == "--fusion") return !m.decides_fusion;
-    const PlaceOption o = flag == "--budget"       ? PlaceOption::budget
-                          : flag == "--time-limit" ? PlaceOption::time_limit
-                          : flag == "--expert"     ? PlaceOption::expert
-                          : flag == "--policy"     ? PlaceOption::policy
-                          : flag == "--finetune"   ? PlaceOption::finetune
-                                                   : PlaceOption::anchor;
-    return m.reads_option(o);
-  };
-  std::vector<const go::PlaceMethod*> given;
-  for (const std::string& name : methods)
-    for (const go::PlaceMethod& m : go::place_methods())
-      if (m.name == name) given.push_back(&m);
-  if (given.size() != methods.size()) return;
-  for (const char* flag : {"--budget", "--time-limit", "--fusion", "--expert", "--policy", "--finetune", "--anchor-ties",
-                           "--anchor-placements"}) {
+  const std::pair<const char*, PlaceOption> flags[] = {
+      {"--budget", PlaceOption::budget}, {"--time-limit", PlaceOption::time_limit}, {"--fusion", PlaceOption::fusion},
+      {"--expert", PlaceOption::expert}, {"--policy", PlaceOption::policy},         {"--finetune", PlaceOption::finetune},
+      {"--anchor-ties", PlaceOption::anchor}, {"--anchor-placements", PlaceOption::anchor}};
+  for (const auto& [flag, option] : flags) {
     const CLI::Option* opt = cmd.get_option_no_throw(flag);
     if (!opt || opt->count() == 0) continue;
-    bool used = false;
-    for (const go::PlaceMethod* m : given) used = used || reads(*m, flag);
-    if (used) continue;
-    std::string names, readers;
-    for (const std::string& n : methods) names += (names.empty() ? "" : ", ") + n;
-    for (const go::PlaceMethod& m : go::place_methods())
-      if (reads(m, flag)) readers += (readers.empty() ? "" : ", ") + m.name;
-    std::fprintf(stderr, "gopt %s: note: %s is not used by %s%s (it is read by %s); ignored\n", command.c_str(), flag,
-                 methods.size() > 1 ? "any of " : "", names.c_str(), readers.c_str());
+    const std::string note = go::unused_option_note(methods, option, flag);
+    if (!note.empty()) std::fprintf(stderr, "gopt %s: note: %s\n", command.c_str(), note.c_str());
   }
 }
 

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import warnings
 
 import numpy as np
 
@@ -401,6 +402,22 @@ class Simulate(unittest.TestCase):
         self.assertEqual(len(set(r.plan.device.tolist())), 2)  # one op set moved to one other device
         self.assertAlmostEqual(gopt.simulate(g, "v100x4", r.plan).step_time_ms, r.step_time_ms, places=9)
 
+    def test_unused_arguments_warn(self):
+        # an argument the method does not read: a UserWarning naming the methods that do, the run goes on
+        g = chain()
+        with self.assertWarnsRegex(UserWarning, r"gopt.place: policy is not used by human \(it is read by go, "
+                                                r"go-zero-shot, go-one\); ignored"):
+            r = gopt.place(g, "v100x2", "human", policy="x.ckpt")
+        self.assertTrue(r.valid)
+        with self.assertWarnsRegex(UserWarning, "fusion is not used by anneal"):
+            gopt.place(g, "v100x2", "anneal", fusion="xla", budget=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # none for arguments the method reads, or left at their defaults
+            gopt.place(g, "v100x2", "anneal", budget=5, time_limit=10.0)
+            gopt.place(g, "v100x2", "human", fusion="xla")
+            with self.assertRaisesRegex(UserWarning, "budget is not used by human"):
+                gopt.place(g, "v100x2", "human", budget=5)  # warnings as errors: raised
+
     def test_fit_memory(self):
         # the same graph: any plan fitted as place(..., fit_memory=True) fits a method's, priorities kept
         g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul", "matmul"], edges=[[0, 1], [1, 2], [2, 3]],
@@ -561,7 +578,9 @@ class Place(unittest.TestCase):
             with self.subTest(method=m):
                 # exact: a MILP that would run its default 60 s here without a time limit
                 try:
-                    r = gopt.place(g, c, m, budget=32, finetune=1, time_limit=2.0 if m == "exact" else 0.0)
+                    with warnings.catch_warnings():  # the same arguments for every method: unread ones warn
+                        warnings.simplefilter("ignore", UserWarning)
+                        r = gopt.place(g, c, m, budget=32, finetune=1, time_limit=2.0 if m == "exact" else 0.0)
                 except RuntimeError as e:
                     if m == "exact" and "coinor-libcbc-dev" in str(e):
                         continue  # built without CBC (test_exact says so)
@@ -614,7 +633,8 @@ class Place(unittest.TestCase):
             gopt.place(g, "v100x2", "go", finetune=-7)
         with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got -5"):
             gopt.place(g, "v100x2", "go", budget=-5)
-        self.assertTrue(gopt.place(g, "v100x2", "go-zero-shot", budget=0).valid)  # zero-shot takes no budget
+        with self.assertWarnsRegex(UserWarning, "budget is not used by go-zero-shot"):  # zero-shot takes no budget
+            self.assertTrue(gopt.place(g, "v100x2", "go-zero-shot", budget=0).valid)
 
 
 class Train(unittest.TestCase):

@@ -49,8 +49,9 @@ namespace go {
 using PlaceFn = std::function<Plan(const OpGraph&, const Cluster&, const PlaceOptions&, PlaceResult& out)>;
 
 // The PlaceOptions a method may read besides seed, sim and fit_memory (which place() applies to
-// every method): a front end says when an option it was given goes unused (gopt place, gopt eval).
-enum class PlaceOption : std::uint8_t { budget, time_limit, expert, policy, finetune, anchor };
+// every method): a front end says when an option it was given goes unused (gopt place and eval,
+// gopt.place; unused_option_note below).
+enum class PlaceOption : std::uint8_t { budget, time_limit, fusion, expert, policy, finetune, anchor };
 
 struct PlaceMethod {
   std::string name;
@@ -62,8 +63,11 @@ struct PlaceMethod {
   // The method chooses fusion itself (the RL method): its plan's fusion is kept as it is, and
   // PlaceOptions::fusion (none/xla) does not apply.
   bool decides_fusion = false;
-  std::vector<PlaceOption> reads;  // which of those it reads (anchor: anchor_ties and anchor_placements)
-  bool reads_option(PlaceOption o) const { return std::find(reads.begin(), reads.end(), o) != reads.end(); }
+  std::vector<PlaceOption> reads;  // which of those it reads (anchor: anchor_ties and anchor_placements;
+                                   // fusion: every method that does not decide fusion)
+  bool reads_option(PlaceOption o) const {
+    return o == PlaceOption::fusion ? !decides_fusion : std::find(reads.begin(), reads.end(), o) != reads.end();
+  }
 };
 
 namespace detail::base {
@@ -107,6 +111,22 @@ inline void register_place_method(PlaceMethod m) {
 }
 
 inline const std::vector<PlaceMethod>& place_methods() { return detail::base::registry(); }
+
+// "" when one of `methods` reads option `o` (or one of them is not registered: place() says so),
+// else "<what> is not used by <methods> (it is read by <the registered methods that do>); ignored".
+inline std::string unused_option_note(const std::vector<std::string>& methods, PlaceOption o, const std::string& what) {
+  std::string names, readers;
+  for (const std::string& n : methods) {
+    const auto& r = place_methods();
+    const auto it = std::find_if(r.begin(), r.end(), [&](const PlaceMethod& m) { return m.name == n; });
+    if (it == r.end() || it->reads_option(o)) return {};
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  for (const PlaceMethod& m : place_methods())
+    if (m.reads_option(o)) readers += (readers.empty() ? "" : ", ") + m.name;
+  return what + " is not used by " + (methods.size() > 1 ? "any of " : "") + names + " (it is read by " + readers +
+         "); ignored";
+}
 
 inline std::vector<std::string> place_method_names() {
   std::vector<std::string> v;
