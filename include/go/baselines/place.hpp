@@ -112,9 +112,11 @@ inline void register_place_method(PlaceMethod m) {
 
 inline const std::vector<PlaceMethod>& place_methods() { return detail::base::registry(); }
 
-// "" when one of `methods` reads option `o` (or one of them is not registered: place() says so),
-// else "<what> is not used by <methods> (it is read by <the registered methods that do>); ignored".
+// "" when one of `methods` reads option `o` (or one of them is not registered, or there are none:
+// place() or the caller says so), else "<what> is not used by <methods> (it is read by <the
+// registered methods that do>); ignored".
 inline std::string unused_option_note(const std::vector<std::string>& methods, PlaceOption o, const std::string& what) {
+  if (methods.empty()) return {};
   std::string names, readers;
   for (const std::string& n : methods) {
     const auto& r = place_methods();
