@@ -383,69 +383,23 @@ inline Variable mlp_gelu(const Variable& x, const Variable& W1, const Variable& 
       Tensor& dr = in[res_at].grad_slot(acc);
       detail::write_or_add(dr.f32(), g.f32(), g.numel(), acc);
     }
-    // gelu and gelu' recomputed in one pass, sharing their erf (the bits of gelu_f and gelu_df);
-    // gelu' goes over the pre-activation, read here for the last time, unless the graph is kept
-    // for another backward pass (a buffer of n x hid floats less: 165 MB at 80,588 rows x 512)
-    const float* pp = pre.f32();
-    Tensor act = Tensor::empty(pre.shape());
-    Tensor dgelu = retaining_graph() ? Tensor::empty(pre.shape()) : pre;
-    float* pa = act.f32();
-    float* pdg = dgelu.f32();
-    const std::int64_t m = n * hid;
-#pragma omp parallel for simd if (m > (1 << 15))
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float x = pp[i];
-      const float e = kernels::gelu_erf(x);
-      pa[i] = kernels::gelu_of(x, e);
-      pdg[i] = kernels::gelu_df_of(x, e);
-    }
-    if (in[4].requires_grad()) {
-      bool acc = false;
-      float* slot = in[4].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
-      detail::column_sum_into(g.f32(), n, out, slot, acc);
-    }
-    if (in[3].requires_grad()) {  // dW2 = act^T g
-      bool acc = false;
-      float* slot = in[3].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
-      kernels::gemm(true, false, hid, out, n, 1.f, pa, hid, g.f32(), out, acc ? 1.f : 0.f, slot, out);
-    }
-    // d act = g W2^T (written over the recomputed activation, no longer needed), then
-    // d pre = d act * gelu'(pre) in place.
-    Tensor dpre = act;
-    act = Tensor();
-    float* pd = dpre.f32();
-    kernels::gemm(false, true, n, hid, out, 1.f, g.f32(), out, in[3].value().f32(), out, 0.f, pd, hid);
-#pragma omp parallel for simd if (m > (1 << 15))
-    for (std::int64_t i = 0; i < m; ++i) pd[i] *= pdg[i];
-    dgelu = Tensor();
-    if (in[2].requires_grad()) {
-      bool acc = false;
-      float* slot = in[2].grad_slot(acc).f32();  // before reading acc (argument order is unspecified)
-      detail::column_sum_into(pd, n, hid, slot, acc);
-    }
-    // the MLP's input: x, or LN(x) recomputed
-    Tensor xn = in[0].value();
+    // LN(x), gelu and gelu' recomputed tile by tile, the products on each tile with its rows in
+    // cache (kernels::feed_forward_backward): no [n, hid] buffer is written
+    auto slot = [](Variable& v, bool& acc) -> float* { return v.requires_grad() ? v.grad_slot(acc).f32() : nullptr; };
+    kernels::FeedForwardGrads grads;
+    grads.dw1 = slot(in[1], grads.accumulate_dw1);
+    grads.db1 = slot(in[2], grads.accumulate_db1);
+    grads.dw2 = slot(in[3], grads.accumulate_dw2);
+    grads.db2 = slot(in[4], grads.accumulate_db2);
+    grads.dx = slot(in[0], grads.accumulate_dx);
+    kernels::FeedForwardNorm norm{};
     if (has_ln) {
-      xn = Tensor::empty(Shape{n, xin});
-      Tensor m2 = Tensor::empty(Shape{n}), r2 = Tensor::empty(Shape{n});
-      detail::layer_norm_into(in[0].value(), in[ln_at], in[ln_at + 1], eps, xn.f32(), m2.f32(), r2.f32());
+      grads.dgamma = slot(in[ln_at], grads.accumulate_dgamma);
+      grads.dbeta = slot(in[ln_at + 1], grads.accumulate_dbeta);
+      norm = {in[ln_at].value().f32(), in[ln_at + 1].value().f32(), mean.f32(), rstd.f32(), eps};
     }
-    if (in[1].requires_grad()) {  // dW1 = x'^T dpre
-      bool acc = false;
-      float* dW1 = in[1].grad_slot(acc).f32();
-      kernels::gemm(true, false, xin, hid, n, 1.f, xn.f32(), xin, pd, hid, acc ? 1.f : 0.f, dW1, hid);
-    }
-    if (!has_ln) {
-      if (in[0].requires_grad()) {  // dx = dpre W1^T
-        bool acc = false;
-        float* dx = in[0].grad_slot(acc).f32();
-        kernels::gemm(false, true, n, xin, hid, 1.f, pd, hid, in[1].value().f32(), hid, acc ? 1.f : 0.f, dx, xin);
-      }
-    } else if (in[0].requires_grad() || in[ln_at].requires_grad() || in[ln_at + 1].requires_grad()) {
-      // dx' = dpre W1^T over x''s buffer, then through the layer norm
-      kernels::gemm(false, true, n, xin, hid, 1.f, pd, hid, in[1].value().f32(), hid, 0.f, xn.f32(), xin);
-      detail::layer_norm_backward_into(in[0], in[ln_at], in[ln_at + 1], mean, rstd, xn.f32());
-    }
+    kernels::feed_forward_backward(n, xin, hid, out, in[0].value().f32(), has_ln ? &norm : nullptr,
+                                   in[1].value().f32(), in[3].value().f32(), pre.f32(), g.f32(), grads);
   });
 }
 
