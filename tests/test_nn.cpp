@@ -104,8 +104,8 @@ TEST_CASE("nn::mlp_gelu equals two linears with gelu between, gradients included
                     Catch::Contains("do not chain"));
 }
 
-// Its backward writes gelu' over the saved pre-activation, unless the graph is kept (retain_graph)
-// for another pass: then a second pass must see the same pre-activation and add the same gradients.
+// A kept graph (retain_graph) back-propagated again must see the same saved pre-activation and add
+// the same gradients: the backward only reads it.
 TEST_CASE("nn::mlp_gelu back-propagated twice through a kept graph, and once through a freed one", "[nn]") {
   Rng rng(11);
   const Tensor x = random_tensor(Shape{300, 8}, rng), W1 = random_tensor(Shape{8, 200}, rng),  // 60,000 > 2^15: parallel
