@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/core/tensor.hpp"
 #include "go/kernels/math.hpp"
 #include "go/kernels/rowwise.hpp"
 
@@ -18,6 +19,15 @@ namespace go::kernels {
 namespace {
 
 using i64 = std::int64_t;
+
+// A float buffer from the tensor core's block cache: the same sizes come back every training
+// step, and a fresh allocation of a few MB costs page faults (and, freed, is unmapped again).
+struct Scratch {
+  std::shared_ptr<void> block;
+  float* f = nullptr;
+  explicit Scratch(std::size_t floats)
+      : block(detail::allocate_host(floats * sizeof(float))), f(static_cast<float*>(block.get())) {}
+};
 
 // oneDNN's sgemm splits a product over its OpenMP threads differently for each thread count, and
 // on some CPUs (AVX2: 1,000 x 64 x 64, 64 x 64 x 4,096, 8 x 8 x 16,384) the bits of C then differ
@@ -90,7 +100,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   // With one chunk every tile goes straight into C; with several, chunk q's product goes into
   // partial[q] (m x n, dense), and C = alpha * (sum over q in order) + beta * C afterwards.
   const bool direct = chunks == 1;
-  std::vector<float> partial(direct ? 0 : static_cast<std::size_t>(chunks * m * n));
+  Scratch partial(direct ? 0 : static_cast<std::size_t>(chunks * m * n));
   int failed = dnnl_success;  // a failing call's status (any one of them)
 #pragma omp parallel for schedule(static) collapse(2) if (chunks * tiles > 1)
   for (i64 q = 0; q < chunks; ++q)
@@ -99,7 +109,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
       const i64 p0 = q * s.kc, depth = std::min(s.kc, k - p0);
       const int st = sgemm_one_thread(trans_a, trans_b, rows, n, depth, direct ? alpha : 1.f, a_at(i0, p0), lda,
                                       b_at(p0), ldb, direct ? beta : 0.f,
-                                      direct ? c + i0 * ldc : partial.data() + (q * m + i0) * n, direct ? ldc : n);
+                                      direct ? c + i0 * ldc : partial.f + (q * m + i0) * n, direct ? ldc : n);
       if (st != dnnl_success) {
 #pragma omp atomic write
         failed = st;
@@ -110,8 +120,8 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 #pragma omp parallel for schedule(static) if (m * n >= 4096)
   for (i64 i = 0; i < m; ++i)
     for (i64 j = 0; j < n; ++j) {
-      float sum = partial[static_cast<std::size_t>(i * n + j)];
-      for (i64 q = 1; q < chunks; ++q) sum += partial[static_cast<std::size_t>((q * m + i) * n + j)];
+      float sum = partial.f[i * n + j];
+      for (i64 q = 1; q < chunks; ++q) sum += partial.f[(q * m + i) * n + j];
       float& out = c[i * ldc + j];
       out = beta == 0.f ? alpha * sum : alpha * sum + beta * out;
     }
@@ -159,12 +169,12 @@ void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_
   // Tiles are gemm's own (the same calls, so the same bits) where both products cut the rows alike.
   const i64 tile = row_tile(m, hid, in);
   if (tile == 0 || tile != row_tile(m, out, hid)) {
-    std::vector<float> own_pre(pre ? 0 : static_cast<std::size_t>(m * hid)), act(static_cast<std::size_t>(m * hid));
-    float* pp = pre ? pre : own_pre.data();
+    Scratch own_pre(pre ? 0 : static_cast<std::size_t>(m * hid)), act(static_cast<std::size_t>(m * hid));
+    float* pp = pre ? pre : own_pre.f;
     gemm(false, false, m, hid, in, 1.f, x, in, w1, hid, 0.f, pp, hid);
 #pragma omp parallel for if (m * hid > (1 << 15))
-    for (i64 r = 0; r < m; ++r) bias_gelu_row(hid, b1, pp + r * hid, act.data() + r * hid);
-    gemm(false, false, m, out, hid, 1.f, act.data(), hid, w2, out, beta2, y, out);
+    for (i64 r = 0; r < m; ++r) bias_gelu_row(hid, b1, pp + r * hid, act.f + r * hid);
+    gemm(false, false, m, out, hid, 1.f, act.f, hid, w2, out, beta2, y, out);
 #pragma omp parallel for if (m * out > (1 << 15))
     for (i64 r = 0; r < m; ++r) add_bias_row(out, b2, y + r * out);
     return;
@@ -174,9 +184,9 @@ void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_
 #pragma omp parallel if (tiles > 1)
   {
     // this thread's activation tile, and its pre-activation tile when pre is not kept
-    std::vector<float> buf(static_cast<std::size_t>(tile * hid * (pre ? 1 : 2)));
-    float* act = buf.data();
-    float* own_pre = pre ? nullptr : buf.data() + tile * hid;
+    Scratch buf(static_cast<std::size_t>(tile * hid * (pre ? 1 : 2)));
+    float* act = buf.f;
+    float* own_pre = pre ? nullptr : buf.f + tile * hid;
 #pragma omp for schedule(static)
     for (i64 t = 0; t < tiles; ++t) {
       const i64 r0 = t * tile, rows = std::min(tile, m - r0);
@@ -228,6 +238,7 @@ void add_column_sums(i64 rows, i64 cols, const float* a, float* acc) {
 }
 
 constexpr i64 kBackwardChunks = 16;                   // fixed by the shape: the bits do not depend on threads
+constexpr i64 kBackwardChunkRows = 512;               // rows per chunk at least: its partials cost once a chunk
 constexpr i64 kBackwardPartialFloats = i64(1) << 22;  // all chunks' weight-gradient partials together
 
 }  // namespace
@@ -239,7 +250,8 @@ FeedForwardBackwardPlan feed_forward_backward_plan(std::int64_t m, std::int64_t 
   // with its input and output rows they stay in a core's L2 between the four products.
   p.tile = std::clamp<i64>((32768 / hid) / 16 * 16, 16, 256);
   const i64 per_chunk = in * hid + hid * out + hid + out + 2 * in;
-  p.chunks = std::min({kBackwardChunks, (m + p.tile - 1) / p.tile, kBackwardPartialFloats / per_chunk});
+  p.chunks = std::min({kBackwardChunks, m / kBackwardChunkRows, (m + p.tile - 1) / p.tile,
+                       kBackwardPartialFloats / per_chunk});
   if (p.chunks <= 1) {
     // Weights too large for a partial sum per chunk (or one tile in all): one chunk, whose
     // products share out their own work (gemm), in tiles large enough to pay for that.
@@ -260,7 +272,9 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
   // Per chunk: dW1 [in, hid], dW2 [hid, out], db1 [hid], db2 [out], dgamma, dbeta [in].
   const i64 o_w2 = in * hid, o_b1 = o_w2 + hid * out, o_b2 = o_b1 + hid, o_gm = o_b2 + out, o_bt = o_gm + in,
             per_chunk = o_bt + in;
-  std::vector<float> partial(static_cast<std::size_t>(chunks * per_chunk), 0.f);
+  Scratch partial_block(static_cast<std::size_t>(chunks * per_chunk));
+  float* const partial = partial_block.f;
+  std::fill(partial, partial + chunks * per_chunk, 0.f);
   // The tiles of chunk q, on one thread, with that thread's buffers (the MLP's input LN(x) or x,
   // activation, gelu', d pre, d input, row statistics); product() is one oneDNN call (several
   // chunks) or gemm's split (one).
@@ -272,7 +286,7 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
     float* dxn = dpre + R * hid;
     float* mean = dxn + R * in;
     float* rstd = mean + R;
-    float* part = partial.data() + q * per_chunk;
+    float* part = partial + q * per_chunk;
     for (i64 t = q * tiles / chunks; t < (q + 1) * tiles / chunks; ++t) {
       const i64 r0 = t * R, rows = std::min(R, m - r0);
       const float* xt = x + r0 * in;
@@ -312,8 +326,8 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
   };
   const std::size_t buf_floats = static_cast<std::size_t>(R * (2 * in + 3 * hid) + 2 * R);
   if (chunks == 1) {
-    std::vector<float> buf(buf_floats);
-    run_chunk(0, buf.data(),
+    Scratch buf(buf_floats);
+    run_chunk(0, buf.f,
               [](bool ta, bool tb, i64 mm, i64 nn, i64 kk, const float* a, i64 lda, const float* b, i64 ldb, float beta,
                  float* c, i64 ldc) {
                 gemm(ta, tb, mm, nn, kk, 1.f, a, lda, b, ldb, beta, c, ldc);
@@ -321,13 +335,15 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
               });
   } else {
     int failed = dnnl_success;
-#pragma omp parallel
+    const int threads = omp_get_max_threads();  // scratch only: the work is cut by chunks
+    Scratch bufs(buf_floats * static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
     {
-      std::vector<float> buf(buf_floats);
+      float* buf = bufs.f + buf_floats * static_cast<std::size_t>(omp_get_thread_num());
 #pragma omp for schedule(static)
       for (i64 q = 0; q < chunks; ++q) {
         int st = dnnl_success;
-        run_chunk(q, buf.data(),
+        run_chunk(q, buf,
                   [&st](bool ta, bool tb, i64 mm, i64 nn, i64 kk, const float* a, i64 lda, const float* b, i64 ldb,
                         float beta, float* c, i64 ldc) {
                     st = sgemm_one_thread(ta, tb, mm, nn, kk, 1.f, a, lda, b, ldb, beta, c, ldc);
@@ -346,8 +362,8 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
   auto merge = [&](float* dst, i64 offset, i64 count, bool accumulate) {
     if (!dst) return;
     for (i64 j = 0; j < count; ++j) {
-      float s = partial[static_cast<std::size_t>(offset + j)];
-      for (i64 q = 1; q < chunks; ++q) s += partial[static_cast<std::size_t>(q * per_chunk + offset + j)];
+      float s = partial[offset + j];
+      for (i64 q = 1; q < chunks; ++q) s += partial[q * per_chunk + offset + j];
       dst[j] = accumulate ? dst[j] + s : s;
     }
   };

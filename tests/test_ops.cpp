@@ -187,15 +187,17 @@ TEST_CASE("feed_forward: gelu(x W1 + b1) W2 + b2 over row tiles, against the ste
 
 TEST_CASE("feed_forward_backward: every gradient by tiles and chunks, against a double-precision reference",
           "[ops]") {
-  // 3000 x 64 -> 256 -> 64: tiles of 128 rows, 16 chunks; 1000 x 24 -> 40 -> 16: 4 tiles, 4 chunks;
-  // 100 x 8 -> 16 -> 8: one tile, so one chunk whose products are gemm's.
+  // 8200 x 16 -> 32 -> 8: 33 tiles of 256 rows in 16 chunks; 3000 x 64 -> 256 -> 64: 24 tiles of 128
+  // rows in 5 chunks (at least 512 rows each); 1000 x 24 -> 40 -> 16 and 100 x 8 -> 16 -> 8: one
+  // chunk (below 1024 rows), in tiles of 512 rows whose products are gemm's.
   struct Case {
     std::int64_t m, in, hid, out;
     std::int64_t chunks;
   };
   Rng rng(8);
   const int saved = omp_get_max_threads();
-  for (const Case c : {Case{3000, 64, 256, 64, 16}, Case{1000, 24, 40, 16, 4}, Case{100, 8, 16, 8, 1}})
+  for (const Case c : {Case{8200, 16, 32, 8, 16}, Case{3000, 64, 256, 64, 5}, Case{1000, 24, 40, 16, 1},
+                       Case{100, 8, 16, 8, 1}})
     for (const bool ln : {true, false}) {
       INFO("m=" << c.m << " in=" << c.in << " hid=" << c.hid << " out=" << c.out << " ln=" << ln);
       REQUIRE(kernels::feed_forward_backward_plan(c.m, c.in, c.hid, c.out).chunks == c.chunks);
