@@ -63,8 +63,9 @@ struct PlaceMethod {
   // The method chooses fusion itself (the RL method): its plan's fusion is kept as it is, and
   // PlaceOptions::fusion (none/xla) does not apply.
   bool decides_fusion = false;
-  std::vector<PlaceOption> reads;  // which of those it reads (anchor: anchor_ties and anchor_placements;
-                                   // fusion: every method that does not decide fusion)
+  // Which of those it reads (anchor: anchor_ties and anchor_placements; fusion: every method that
+  // does not decide fusion). With its initializer a registration may leave it out without a warning.
+  std::vector<PlaceOption> reads = {};
   bool reads_option(PlaceOption o) const {
     return o == PlaceOption::fusion ? !decides_fusion : std::find(reads.begin(), reads.end(), o) != reads.end();
   }
