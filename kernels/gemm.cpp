@@ -7,7 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <vector>
+#include <memory>
 
 #include "go/core/error.hpp"
 #include "go/core/tensor.hpp"
@@ -48,10 +48,10 @@ Split split_for(i64 m, i64 n, i64 k) {
   Split s{m, k};
   if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <= kTaskFlops) return s;
   // A long inner dimension against a small C (the weight gradients X^T dY): chunks of k, so the
-  // threads share the work without each reading all of A and B.
-  // The chunks alone share out the work: cutting C's rows too made every tile read all of B's
-  // chunk again, at a fraction of the rows oneDNN's kernel is fast for (the feed-forward's
-  // 64 x 256 weight gradient over 80,588 rows: 74 ms in 4 x 16 calls, 27 ms in 16, same bits).
+  // threads share the work without each reading all of A and B. The chunks alone share it out:
+  // cutting C's rows too made every tile read all of B's chunk again, at a fraction of the rows
+  // oneDNN's kernel is fast for (the feed-forward's 64 x 256 weight gradient over 80,588 rows:
+  // 74 ms in 4 x 16 calls, 27 ms in 16, the same bits).
   if (k >= 4 * std::max(m, n) && k >= 4096 && m * n <= kMaxPartials) {
     const i64 chunks = std::min(kMaxChunks, k / 2048);
     s.kc = (k + chunks - 1) / chunks;
