@@ -7,7 +7,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "go/core/error.hpp"
 #include "go/core/tensor.hpp"
@@ -20,14 +19,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-// A float buffer from the tensor core's block cache: the same sizes come back every training
-// step, and a fresh allocation of a few MB costs page faults (and, freed, is unmapped again).
-struct Scratch {
-  std::shared_ptr<void> block;
-  float* f = nullptr;
-  explicit Scratch(std::size_t floats)
-      : block(detail::allocate_host(floats * sizeof(float))), f(static_cast<float*>(block.get())) {}
-};
 
 // oneDNN's sgemm splits a product over its OpenMP threads differently for each thread count, and
 // on some CPUs (AVX2: 1,000 x 64 x 64, 64 x 64 x 4,096, 8 x 8 x 16,384) the bits of C then differ
@@ -100,7 +91,10 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   // With one chunk every tile goes straight into C; with several, chunk q's product goes into
   // partial[q] (m x n, dense), and C = alpha * (sum over q in order) + beta * C afterwards.
   const bool direct = chunks == 1;
-  Scratch partial(direct ? 0 : static_cast<std::size_t>(chunks * m * n));
+  // from the tensor core's block cache: the same sizes come back every training step, where a fresh
+  // allocation of a few MB costs page faults (and, freed, is unmapped again)
+  Tensor partial = Tensor::empty(Shape{direct ? 0 : chunks * m * n});
+  float* const pp = partial.f32();
   int failed = dnnl_success;  // a failing call's status (any one of them)
 #pragma omp parallel for schedule(static) collapse(2) if (chunks * tiles > 1)
   for (i64 q = 0; q < chunks; ++q)
@@ -109,7 +103,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
       const i64 p0 = q * s.kc, depth = std::min(s.kc, k - p0);
       const int st = sgemm_one_thread(trans_a, trans_b, rows, n, depth, direct ? alpha : 1.f, a_at(i0, p0), lda,
                                       b_at(p0), ldb, direct ? beta : 0.f,
-                                      direct ? c + i0 * ldc : partial.f + (q * m + i0) * n, direct ? ldc : n);
+                                      direct ? c + i0 * ldc : pp + (q * m + i0) * n, direct ? ldc : n);
       if (st != dnnl_success) {
 #pragma omp atomic write
         failed = st;
@@ -120,8 +114,8 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 #pragma omp parallel for schedule(static) if (m * n >= 4096)
   for (i64 i = 0; i < m; ++i)
     for (i64 j = 0; j < n; ++j) {
-      float sum = partial.f[i * n + j];
-      for (i64 q = 1; q < chunks; ++q) sum += partial.f[(q * m + i) * n + j];
+      float sum = pp[i * n + j];
+      for (i64 q = 1; q < chunks; ++q) sum += pp[(q * m + i) * n + j];
       float& out = c[i * ldc + j];
       out = beta == 0.f ? alpha * sum : alpha * sum + beta * out;
     }
@@ -169,12 +163,12 @@ void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_
   // Tiles are gemm's own (the same calls, so the same bits) where both products cut the rows alike.
   const i64 tile = row_tile(m, hid, in);
   if (tile == 0 || tile != row_tile(m, out, hid)) {
-    Scratch own_pre(pre ? 0 : static_cast<std::size_t>(m * hid)), act(static_cast<std::size_t>(m * hid));
-    float* pp = pre ? pre : own_pre.f;
+    Tensor own_pre = Tensor::empty(Shape{pre ? 0 : m * hid}), act = Tensor::empty(Shape{m * hid});
+    float* pp = pre ? pre : own_pre.f32();
     gemm(false, false, m, hid, in, 1.f, x, in, w1, hid, 0.f, pp, hid);
 #pragma omp parallel for if (m * hid > (1 << 15))
-    for (i64 r = 0; r < m; ++r) bias_gelu_row(hid, b1, pp + r * hid, act.f + r * hid);
-    gemm(false, false, m, out, hid, 1.f, act.f, hid, w2, out, beta2, y, out);
+    for (i64 r = 0; r < m; ++r) bias_gelu_row(hid, b1, pp + r * hid, act.f32() + r * hid);
+    gemm(false, false, m, out, hid, 1.f, act.f32(), hid, w2, out, beta2, y, out);
 #pragma omp parallel for if (m * out > (1 << 15))
     for (i64 r = 0; r < m; ++r) add_bias_row(out, b2, y + r * out);
     return;
@@ -184,9 +178,9 @@ void feed_forward(std::int64_t m, std::int64_t in, std::int64_t hid, std::int64_
 #pragma omp parallel if (tiles > 1)
   {
     // this thread's activation tile, and its pre-activation tile when pre is not kept
-    Scratch buf(static_cast<std::size_t>(tile * hid * (pre ? 1 : 2)));
-    float* act = buf.f;
-    float* own_pre = pre ? nullptr : buf.f + tile * hid;
+    Tensor buf = Tensor::empty(Shape{tile * hid * (pre ? 1 : 2)});
+    float* act = buf.f32();
+    float* own_pre = pre ? nullptr : act + tile * hid;
 #pragma omp for schedule(static)
     for (i64 t = 0; t < tiles; ++t) {
       const i64 r0 = t * tile, rows = std::min(tile, m - r0);
@@ -272,9 +266,8 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
   // Per chunk: dW1 [in, hid], dW2 [hid, out], db1 [hid], db2 [out], dgamma, dbeta [in].
   const i64 o_w2 = in * hid, o_b1 = o_w2 + hid * out, o_b2 = o_b1 + hid, o_gm = o_b2 + out, o_bt = o_gm + in,
             per_chunk = o_bt + in;
-  Scratch partial_block(static_cast<std::size_t>(chunks * per_chunk));
-  float* const partial = partial_block.f;
-  std::fill(partial, partial + chunks * per_chunk, 0.f);
+  Tensor partial_block = Tensor::zeros(Shape{chunks * per_chunk});
+  float* const partial = partial_block.f32();
   // The tiles of chunk q, on one thread, with that thread's buffers (the MLP's input LN(x) or x,
   // activation, gelu', d pre, d input, row statistics); product() is one oneDNN call (several
   // chunks) or gemm's split (one).
@@ -324,10 +317,10 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
     }
     return true;
   };
-  const std::size_t buf_floats = static_cast<std::size_t>(R * (2 * in + 3 * hid) + 2 * R);
+  const i64 buf_floats = R * (2 * in + 3 * hid) + 2 * R;
   if (chunks == 1) {
-    Scratch buf(buf_floats);
-    run_chunk(0, buf.f,
+    Tensor buf = Tensor::empty(Shape{buf_floats});
+    run_chunk(0, buf.f32(),
               [](bool ta, bool tb, i64 mm, i64 nn, i64 kk, const float* a, i64 lda, const float* b, i64 ldb, float beta,
                  float* c, i64 ldc) {
                 gemm(ta, tb, mm, nn, kk, 1.f, a, lda, b, ldb, beta, c, ldc);
@@ -336,10 +329,10 @@ void feed_forward_backward(std::int64_t m, std::int64_t in, std::int64_t hid, st
   } else {
     int failed = dnnl_success;
     const int threads = omp_get_max_threads();  // scratch only: the work is cut by chunks
-    Scratch bufs(buf_floats * static_cast<std::size_t>(threads));
+    Tensor bufs = Tensor::empty(Shape{buf_floats * threads});
 #pragma omp parallel num_threads(threads)
     {
-      float* buf = bufs.f + buf_floats * static_cast<std::size_t>(omp_get_thread_num());
+      float* buf = bufs.f32() + buf_floats * omp_get_thread_num();
 #pragma omp for schedule(static)
       for (i64 q = 0; q < chunks; ++q) {
         int st = dnnl_success;
