@@ -316,11 +316,14 @@ BENCHMARK_CAPTURE(BM_sim_prefetch, gnmt8_seq121, "gnmt8:seq=121")->DenseRange(0,
 // and "fuse into producers" on every op, as GO's XLA-fused anchor and its samples are decoded
 // (policy::decode; most of it is FusionGroups' merges and cycle searches). In the same run: the
 // XLA-like heuristic building the same groups on the same devices (apply_xla_fusion: the same
-// merges, without decode's actions), and one simulation of the decoded plan (memory unbounded: human
-// overflows a V100 here), what a sample costs besides its decode.
+// merges, without decode's actions), one simulation of the decoded plan (memory unbounded: human
+// overflows a V100 here), what a sample costs besides its decode, and decode as it was before the
+// PolicyGraph's FusionIndex renumbered the graph in topological order (the same merges on the
+// graph's own ids; go/graph/fusion_rules.hpp, FusionIndex's `relabel`).
 struct DecodeSetup {
   go::OpGraph graph;
   go::policy::PolicyGraph pg;
+  go::policy::PolicyGraph pg_as_given;  // its FusionIndex without `relabel`: merges on the graph's own ids
   go::policy::Actions actions;
   go::Plan human;    // devices only
   go::Plan decoded;  // policy::decode's plan
@@ -342,12 +345,15 @@ DecodeSetup& decode_setup() {
     std::fill_n(st.actions.fuse.data<std::int32_t>(), st.actions.fuse.numel(), 1);
     st.options.join = go::policy::FusionJoin::all;
     const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, st.options);
+    st.pg_as_given = st.pg;
+    st.pg_as_given.fusion_index = std::make_shared<const go::FusionIndex>(g);
+    const go::policy::Decision e = go::policy::decode(g, st.pg_as_given, st.actions, 8, st.options);
     st.groups = d.num_groups;
     st.decoded.device = d.device;
     st.decoded.fusion = d.fusion_group;
     go::Plan x = st.human;
     go::apply_xla_fusion(g, x);
-    st.same = x.fusion == d.fusion_group;
+    st.same = x.fusion == d.fusion_group && e.fusion_group == d.fusion_group && st.pg.fusion_index->topo;
     go::Cluster c = go::cluster_preset("v100x8");
     for (auto& dev : c.devices) dev.spec.memory_bytes = 1LL << 40;
     st.sim = std::make_unique<go::Simulator>(g, c);
@@ -359,15 +365,16 @@ DecodeSetup& decode_setup() {
 void BM_decode_80k(benchmark::State& state) {
   DecodeSetup& s = decode_setup();
   if (!s.same) {
-    state.SkipWithError("decode's fusion groups differ from the XLA-like heuristic's on the same devices");
+    state.SkipWithError("decode's fusion groups differ from the XLA-like heuristic's on the same devices, or from "
+                        "decode's on the graph's own ids (or the graph was not renumbered)");
     return;
   }
   const go::OpGraph& g = s.graph;
   go::SimWorkspace ws = s.sim->make_workspace();
   const auto what = state.range(0);
   for (auto _ : state) {
-    if (what == 0) {
-      const go::policy::Decision d = go::policy::decode(g, s.pg, s.actions, 8, s.options);
+    if (what == 0 || what == 3) {
+      const go::policy::Decision d = go::policy::decode(g, what == 0 ? s.pg : s.pg_as_given, s.actions, 8, s.options);
       benchmark::DoNotOptimize(d.num_groups);
     } else if (what == 1) {
       go::Plan p = s.human;
@@ -376,14 +383,15 @@ void BM_decode_80k(benchmark::State& state) {
       benchmark::DoNotOptimize(s.sim->simulate(s.decoded, ws).step_time);
     }
   }
-  state.SetLabel(what == 0 ? "policy::decode, fuse into producers everywhere"
+  state.SetLabel(what == 0   ? "policy::decode, fuse into producers everywhere"
                  : what == 1 ? "anchor: apply_xla_fusion, the same groups"
-                             : "reference: one simulation of the decoded plan");
+                 : what == 2 ? "reference: one simulation of the decoded plan"
+                             : "anchor: policy::decode merging on the graph's own ids (no relabel), the same groups");
   state.counters["ops"] = g.num_ops();
   state.counters["groups"] = static_cast<double>(s.groups);
   state.counters["per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_decode_80k)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decode_80k)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
 void BM_sim_construct_80k(benchmark::State& state) {
   Setup& s = setup();

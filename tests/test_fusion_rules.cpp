@@ -63,6 +63,26 @@ struct Hand {
   OpGraph build() { return b.build(); }
 };
 
+// Op i of a random DAG, of the given kind and a random role, writing one tensor: a computed op
+// reads 1-3 outputs of the `window` ops before it (ids 0 .. i - 1 are the ops added before it).
+go::OpSpec random_op(go::Rng& rng, int i, OpKind kind, int window) {
+  go::OpSpec s;
+  s.name = "op" + std::to_string(i);
+  s.kind = kind;
+  s.role = rng.uniform() < 0.3f ? OpRole::backward : OpRole::forward;
+  go::TensorSpec t;
+  t.shape = {8};
+  s.outputs.push_back(t);
+  if (i > 0 && s.kind != OpKind::input && s.kind != OpKind::constant) {
+    const int k = 1 + static_cast<int>(rng.uniform_int(3));
+    for (int j = 0; j < k; ++j) {
+      const int lo = std::max(0, i - window);
+      s.inputs.push_back(go::TensorRef{lo + static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i - lo))), 0});
+    }
+  }
+  return s;
+}
+
 // The whole-group verdict on `members` (any order): rules 1-4, then 5.
 FusionProblem check(const OpGraph& g, std::vector<OpId> members) {
   std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
@@ -332,23 +352,7 @@ TEST_CASE("fusion rules: FusionGroups merges agree with the whole-group check on
     go::Rng rng(seed);
     go::GraphBuilder b;
     const int n = 60;
-    for (int i = 0; i < n; ++i) {
-      go::OpSpec s;
-      s.name = "op" + std::to_string(i);
-      s.kind = static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds));
-      s.role = rng.uniform() < 0.3f ? OpRole::backward : OpRole::forward;
-      go::TensorSpec t;
-      t.shape = {8};
-      s.outputs.push_back(t);
-      if (i > 0 && s.kind != OpKind::input && s.kind != OpKind::constant) {
-        const int k = 1 + static_cast<int>(rng.uniform_int(3));
-        for (int j = 0; j < k; ++j) {
-          const int lo = std::max(0, i - 6);
-          s.inputs.push_back(go::TensorRef{lo + static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i - lo))), 0});
-        }
-      }
-      b.add_op(std::move(s));
-    }
+    for (int i = 0; i < n; ++i) b.add_op(random_op(rng, i, static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds)), 6));
     const OpGraph g = b.build();
     FusionGroups fg(g, 1 << 20);
     for (int t = 0; t < 200; ++t) {
@@ -482,6 +486,64 @@ TEST_CASE("fusion rules: the cycle search's budget counts every edge out of the 
   CHECK(searched_out > 20);
   CHECK(cycles > searched_out + 20);
   CHECK(merged > 500);
+}
+
+TEST_CASE("fusion rules: merging on the graph renumbered in topological order gives the same groups", "[fusion]") {
+  // A FusionIndex made with `relabel` holds the graph renumbered in topological order, and a
+  // FusionGroups given it merges there. Reference: a FusionGroups on the graph as given. Random DAGs
+  // of every kind and role whose ops are added in a random order (so ids are far from topological),
+  // random merges along edges in any order, budgets small enough for searches to run out: every
+  // merge's answer, reason, and every op's group, size and leader must be the same.
+  int merged = 0, by_rule = 0, by_cycle = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    go::Rng rng(seed + 2000);
+    const int n = 70;
+    std::vector<go::OpSpec> specs(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {  // i: the op's place in a topological order; its id in the specs
+      go::OpSpec& s = specs[static_cast<std::size_t>(i)];
+      s = random_op(rng, i, i == 0 ? OpKind::input : static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds)), 8);
+      s.id = i;
+      if (!s.inputs.empty() && rng.uniform() < 0.1f)
+        s.control_inputs.push_back(static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i))));
+    }
+    for (int i = n - 1; i > 0; --i)  // added in a random order: ids resolved at build
+      std::swap(specs[static_cast<std::size_t>(i)], specs[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
+    go::GraphBuilder b;
+    for (auto& s : specs) b.add_op(std::move(s));
+    const OpGraph g = b.build();
+    auto index = std::make_shared<const go::FusionIndex>(g, true, true);
+    REQUIRE(index->topo);  // the ids are not topological: the copy is made
+    CHECK(go::ids_topological(*index->topo));
+    const std::int64_t budget = seed % 4 == 0 ? (1 << 20) : 1 + static_cast<std::int64_t>(rng.uniform_int(40));
+    FusionGroups plain(g, budget), relabelled(g, budget, index);
+    for (int t = 0; t < 250; ++t) {
+      const OpId v = static_cast<OpId>(rng.uniform_int(static_cast<std::uint64_t>(n)));
+      if (g.in_degree(v) == 0) continue;
+      const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
+      const bool forward = rng.uniform() < 0.5f;
+      const auto m = forward ? plain.merge(u, v) : plain.merge(v, u);
+      const auto r = forward ? relabelled.merge(u, v) : relabelled.merge(v, u);
+      REQUIRE(r == m);
+      if (m == FusionGroups::Merge::refused_rule) {
+        ++by_rule;
+        CHECK(relabelled.last_problem().rule == plain.last_problem().rule);
+        CHECK(relabelled.last_problem().op == plain.last_problem().op);
+        CHECK(relabelled.last_problem().op2 == plain.last_problem().op2);
+      }
+      by_cycle += m == FusionGroups::Merge::refused_cycle ? 1 : 0;
+      merged += m == FusionGroups::Merge::merged ? 1 : 0;
+      for (OpId w = 0; w < n; ++w) {
+        REQUIRE(relabelled.group(w) == plain.group(w));
+        REQUIRE(relabelled.size(w) == plain.size(w));
+        REQUIRE(relabelled.leader(w) == plain.leader(w));
+      }
+    }
+    CHECK(relabelled.fusion() == plain.fusion());
+    CHECK(relabelled.num_groups() == plain.num_groups());
+  }
+  CHECK(merged > 300);
+  CHECK(by_rule > 300);
+  CHECK(by_cycle > 20);
 }
 
 TEST_CASE("fusion rules: an op whose producers are all in the group joins it without a search", "[fusion]") {
@@ -773,6 +835,9 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
     REQUIRE(pg.fusion_index);
     CHECK(pg.fusion_index->fits(g));
     CHECK_FALSE(pg.fusion_index->fits(other));
+    // the training graphs' ids are not topological, so decode merges on the renumbered copy
+    // (FusionIndex's relabel), and the decodes without it below are the reference
+    CHECK(pg.fusion_index->topo);
     auto bare = pg, foreign = pg;
     bare.fusion_index = nullptr;
     foreign.fusion_index = std::make_shared<const go::FusionIndex>(other);
@@ -798,6 +863,8 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
           CHECK(e.fused == d.fused);
           CHECK(e.refused_rule == d.refused_rule);
           CHECK(e.refused_cycle == d.refused_cycle);
+          CHECK(e.refused_device == d.refused_device);
+          CHECK(e.num_groups == d.num_groups);
         }
         requested += d.fuse_requested;
         refused_rule += d.refused_rule;

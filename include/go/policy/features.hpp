@@ -94,7 +94,8 @@ struct PolicyGraph {
   // fastest (set_anchor in go/rl/anchor.hpp; none is best on every graph)
   TieOrder ties = TieOrder::program;
   FusionJoin join = FusionJoin::all;  // decode's default fusion join (never graph), the anchor's
-  // what decode's fusion groups read of the graph, made once (from_graph; null from arrays)
+  // what decode's fusion groups read of the graph, made once (from_graph; null from arrays), with
+  // the graph renumbered in topological order where it is not (FusionIndex's `relabel`)
   std::shared_ptr<const FusionIndex> fusion_index;
 
   std::int64_t num_edges() const { return preds.nnz(); }
@@ -181,7 +182,7 @@ struct PolicyGraph {
       const OpId v = pg.order[static_cast<std::size_t>(r)];
       if (!fusion_action_possible(g, v)) pg.fusion_mask.f32()[r * 2 + 1] = kMaskedLogit;
     }
-    pg.fusion_index = std::make_shared<const FusionIndex>(g);
+    pg.fusion_index = std::make_shared<const FusionIndex>(g, true, true);
     return pg;
   }
 
