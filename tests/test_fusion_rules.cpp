@@ -489,11 +489,12 @@ TEST_CASE("fusion rules: the cycle search's budget counts every edge out of the 
 }
 
 TEST_CASE("fusion rules: merging on the graph renumbered in topological order gives the same groups", "[fusion]") {
-  // A FusionIndex made with `relabel` holds the graph renumbered in topological order, and a
-  // FusionGroups given it merges there. Reference: a FusionGroups on the graph as given. Random DAGs
-  // of every kind and role whose ops are added in a random order (so ids are far from topological),
-  // random merges along edges in any order, budgets small enough for searches to run out: every
-  // merge's answer, reason, and every op's group, size and leader must be the same.
+  // A FusionIndex made with `relabel` describes the graph renumbered in topological order (its
+  // copy `topo`), and a FusionGroups on that copy merges there, as decode does. Reference: a
+  // FusionGroups on the graph as given. Random DAGs of every kind and role whose ops are added in
+  // a random order (so ids are far from topological), random merges along edges in any order,
+  // budgets small enough for searches to run out: every merge's answer and reason, and every op's
+  // group, size and leader, mapped back, must be the same.
   int merged = 0, by_rule = 0, by_cycle = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     go::Rng rng(seed + 2000);
@@ -514,31 +515,40 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
     auto index = std::make_shared<const go::FusionIndex>(g, true, true);
     REQUIRE(index->topo);  // the ids are not topological: the copy is made
     CHECK(go::ids_topological(*index->topo));
+    const OpGraph& copy = *index->topo;
     const std::int64_t budget = seed % 4 == 0 ? (1 << 20) : 1 + static_cast<std::int64_t>(rng.uniform_int(40));
-    FusionGroups plain(g, budget), relabelled(g, budget, index);
+    FusionGroups plain(g, budget), relabelled(copy, budget, index);
+    FusionGroups refuses(g, budget, index);  // the index describes the copy: g gets an index of its own
+    auto pos = [&](OpId v) { return g.topo_position(v); };
+    auto op = [&](OpId i) { return i < 0 ? i : g.topo_order()[static_cast<std::size_t>(i)]; };
     for (int t = 0; t < 250; ++t) {
       const OpId v = static_cast<OpId>(rng.uniform_int(static_cast<std::uint64_t>(n)));
       if (g.in_degree(v) == 0) continue;
       const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
       const bool forward = rng.uniform() < 0.5f;
       const auto m = forward ? plain.merge(u, v) : plain.merge(v, u);
-      const auto r = forward ? relabelled.merge(u, v) : relabelled.merge(v, u);
+      const auto r = forward ? relabelled.merge(pos(u), pos(v)) : relabelled.merge(pos(v), pos(u));
       REQUIRE(r == m);
+      REQUIRE((forward ? refuses.merge(u, v) : refuses.merge(v, u)) == m);
       if (m == FusionGroups::Merge::refused_rule) {
         ++by_rule;
         CHECK(relabelled.last_problem().rule == plain.last_problem().rule);
-        CHECK(relabelled.last_problem().op == plain.last_problem().op);
-        CHECK(relabelled.last_problem().op2 == plain.last_problem().op2);
+        CHECK(op(relabelled.last_problem().op) == plain.last_problem().op);
+        CHECK(op(relabelled.last_problem().op2) == plain.last_problem().op2);
       }
       by_cycle += m == FusionGroups::Merge::refused_cycle ? 1 : 0;
       merged += m == FusionGroups::Merge::merged ? 1 : 0;
       for (OpId w = 0; w < n; ++w) {
-        REQUIRE(relabelled.group(w) == plain.group(w));
-        REQUIRE(relabelled.size(w) == plain.size(w));
-        REQUIRE(relabelled.leader(w) == plain.leader(w));
+        REQUIRE(op(relabelled.group(pos(w))) == plain.group(w));
+        REQUIRE(relabelled.size(pos(w)) == plain.size(w));
+        REQUIRE(op(relabelled.leader(pos(w))) == plain.leader(w));
       }
     }
-    CHECK(relabelled.fusion() == plain.fusion());
+    const auto fr = relabelled.fusion();
+    std::vector<std::int32_t> mapped(static_cast<std::size_t>(n), -1);
+    for (OpId i = 0; i < n; ++i) mapped[static_cast<std::size_t>(op(i))] = op(fr[static_cast<std::size_t>(i)]);
+    CHECK(mapped == plain.fusion());
+    CHECK(refuses.fusion() == plain.fusion());
     CHECK(relabelled.num_groups() == plain.num_groups());
   }
   CHECK(merged > 300);

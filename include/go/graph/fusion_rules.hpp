@@ -380,10 +380,11 @@ inline bool fusion_action_possible(const OpGraph& g, OpId v) {
   return any;
 }
 
-// g's structure with its ops renumbered in topological order (op i is g.topo_order()[i]): the same
-// kinds, roles, outputs, data inputs in operand order and control inputs, nothing else (no names,
-// shapes, bytes or costs). Its own topological order is the identity: Kahn's FIFO takes the same
-// ops in the same order, each op's successors now numbered in the order they became ready.
+// What fusion reads of g, with its ops renumbered in topological order (op i is g.topo_order()[i]):
+// the same kinds, roles, outputs with their bytes, data inputs in operand order and control
+// inputs, nothing else (no names, shapes, parameters or costs). Its own topological order is the
+// identity: Kahn's FIFO takes the same ops in the same order, as each op's successors are now
+// numbered in the order they became ready.
 inline OpGraph topological_fusion_copy(const OpGraph& g) {
   GraphBuilder b;
   b.reserve(static_cast<std::size_t>(g.num_ops()));
@@ -391,7 +392,13 @@ inline OpGraph topological_fusion_copy(const OpGraph& g) {
     OpSpec s;
     s.kind = g.op(v).kind;
     s.role = g.op(v).role;
-    s.outputs.resize(static_cast<std::size_t>(g.op(v).num_outputs));
+    for (const TensorInfo& t : g.outputs(v)) {
+      TensorSpec ts;
+      ts.shape_known = false;
+      ts.dtype = t.dtype;
+      ts.bytes = t.bytes;
+      s.outputs.push_back(std::move(ts));
+    }
     for (TensorId t : g.inputs(v))
       s.inputs.push_back(TensorRef{g.topo_position(g.tensor(t).producer), g.tensor(t).output_index});
     const auto preds = g.pred(v);
@@ -416,13 +423,13 @@ inline bool ids_topological(const OpGraph& g) {
 // FusionGroups makes its own (the readers and counts at its first merge that gets to rule 5,
 // `counted`); one made once per graph and passed in spares every decode of the graph's plans that
 // work (policy::PolicyGraph keeps one).
-// `relabel`: where g's ids are not its topological order, the index holds g's structure renumbered
-// in that order (`topo`, topological_fusion_copy) and describes it instead, and FusionGroups given
-// the index merges there. The groups are the same (every choice a merge makes reads topological
-// positions, group sizes and whole sets of edges, never an id or an edge's place in a list); the
-// cycle searches then walk ops that run near each other next to each other in memory. On
-// zoo:gnmt8:seq=121 as a training graph a fused decode took 32-34 ms so against 48-66 ms
-// (bench/README.md, "Decoding on the graph's topological order").
+// `relabel`: where g's ids are not its topological order, the index describes g renumbered in that
+// order instead (`topo`, topological_fusion_copy), and serves FusionGroups on that copy only;
+// policy::decode merges there. Merging there gives the same groups, mapped back: a merge reads
+// topological positions, group sizes and whole sets of edges, never an id or an edge's place in
+// a successor list (tests/test_fusion_rules.cpp checks every merge's answer and reason). Its
+// cycle searches then find the ops that run near each other next to each other in memory.
+// bench/README.md, "Decoding on the graph's topological order", has the timings.
 struct FusionIndex {
   FusionIndex() = default;
   explicit FusionIndex(const OpGraph& g, bool count_now = true, bool relabel = false)
@@ -461,7 +468,7 @@ struct FusionIndex {
 
   std::int32_t num_ops = 0, num_tensors = 0;
   std::int64_t num_edges = 0;
-  std::shared_ptr<const OpGraph> topo;   // (relabel) the graph described, or null: the one given
+  std::shared_ptr<const OpGraph> topo;   // (relabel) the graph described, or null: the one given itself
   std::vector<FusionTraits> traits;
   std::vector<std::int32_t> reader_off;  // per tensor: its readers are readers[reader_off[t], reader_off[t + 1])
   std::vector<OpId> readers;
@@ -479,27 +486,23 @@ class FusionGroups {
  public:
   enum class Merge : std::uint8_t { merged, same_group, refused_rule, refused_cycle };
 
-  // `index` (optional): g's FusionIndex, counted. One whose sizes are not g's is not used; one of
-  // another graph of the same sizes would be, as a PolicyGraph of another graph would be by decode.
+  // `index` (optional): g's FusionIndex, counted. One whose sizes are not g's is not used, nor one
+  // that describes a renumbered copy (FusionIndex::topo) other than g; one of another graph of the
+  // same sizes would be, as a PolicyGraph of another graph would be by decode.
   explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096,
                         std::shared_ptr<const FusionIndex> index = nullptr)
       : g_(&g), budget_(search_budget) {
-    if (index && index->counted && index->fits(g)) {
+    if (index && index->counted && index->fits(g) && (!index->topo || index->topo.get() == &g)) {
       shared_ = std::move(index);
       ix_ = shared_.get();
-      if (ix_->topo) {  // merge on the relabelled copy; the public calls translate ids
-        outer_ = &g;
-        g_ = ix_->topo.get();
-      }
     } else {
       own_ = FusionIndex(g, false);
       ix_ = &own_;
     }
-    const OpGraph& h = *g_;
-    view_ = fusion_view(h, ix_->traits);
-    const auto n = static_cast<std::size_t>(h.num_ops());
+    view_ = fusion_view(g, ix_->traits);
+    const auto n = static_cast<std::size_t>(g.num_ops());
     ub_.assign(n, 0);
-    tstamp_.assign(static_cast<std::size_t>(h.num_tensors()), 0);
+    tstamp_.assign(static_cast<std::size_t>(g.num_tensors()), 0);
     node_.resize(n);
     members_.resize(n);
     out_.resize(n);
@@ -509,10 +512,10 @@ class FusionGroups {
     lib_.assign(n, -1);
     red_.assign(n, -1);
     stamp_.assign(n, 0);
-    for (OpId v = 0; v < h.num_ops(); ++v) {
+    for (OpId v = 0; v < g.num_ops(); ++v) {
       const auto i = static_cast<std::size_t>(v);
-      node_[i] = {v, h.topo_position(v)};
-      edges_[i] = static_cast<std::int64_t>(h.succ(v).size());
+      node_[i] = {v, g.topo_position(v)};
+      edges_[i] = static_cast<std::int64_t>(g.succ(v).size());
       minpos_[i] = maxpos_[i] = node_[i].pos;
       const FusionClass c = traits_class(ix_->traits[i]);
       if (c == FusionClass::library) lib_[i] = v;
@@ -524,21 +527,19 @@ class FusionGroups {
   FusionGroups& operator=(const FusionGroups&) = delete;
 
   // The group of v, named by one of its ops (not necessarily its leader).
-  OpId group(OpId v) const { return outer(rep_of(inner(v))); }
-  std::int32_t size(OpId v) const { return group_size(rep_of(inner(v))); }
-  // The first op of v's group in topological order.
-  OpId leader(OpId v) const { return outer(leader_of(rep_of(inner(v)))); }
-  // Why the last refused_rule merge was refused.
-  FusionProblem last_problem() const {
-    FusionProblem p = problem_;
-    if (p.op >= 0) p.op = outer(p.op);
-    if (p.op2 >= 0) p.op2 = outer(p.op2);
-    return p;
+  OpId group(OpId v) const { return node_[static_cast<std::size_t>(v)].rep; }
+  std::int32_t size(OpId v) const {
+    const auto& m = members_[static_cast<std::size_t>(group(v))];
+    return m.empty() ? 1 : static_cast<std::int32_t>(m.size());
   }
+  // The first op of v's group in topological order.
+  OpId leader(OpId v) const { return g_->topo_order()[static_cast<std::size_t>(minpos_[static_cast<std::size_t>(group(v))])]; }
+  // Why the last refused_rule merge was refused.
+  const FusionProblem& last_problem() const { return problem_; }
 
   // Merges the groups of a and b when the union is legal and keeps the graph of groups acyclic.
   Merge merge(OpId a, OpId b) {
-    OpId A = rep_of(inner(a)), B = rep_of(inner(b));
+    OpId A = group(a), B = group(b);
     if (A == B) return Merge::same_group;
     problem_ = legal_union(A, B);
     if (problem_) return Merge::refused_rule;
@@ -580,8 +581,8 @@ class FusionGroups {
     std::vector<std::int32_t> f(n, -1);
     for (std::size_t r = 0; r < n; ++r) {
       if (members_[r].size() < 2) continue;
-      const OpId l = outer(leader_of(static_cast<OpId>(r)));
-      for (OpId v : members_[r]) f[static_cast<std::size_t>(outer(v))] = l;
+      const OpId l = leader(static_cast<OpId>(r));
+      for (OpId v : members_[r]) f[static_cast<std::size_t>(v)] = l;
     }
     return f;
   }
@@ -592,18 +593,6 @@ class FusionGroups {
   }
 
  private:
-  // Ids of the graph given (outer) and of the graph merged on (inner): the same unless the index
-  // relabelled it, where inner ids are topological positions.
-  OpId inner(OpId v) const { return outer_ ? outer_->topo_position(v) : v; }
-  OpId outer(OpId v) const { return outer_ ? outer_->topo_order()[static_cast<std::size_t>(v)] : v; }
-  // In inner ids: v's group's representative, a group's size, its first op in topological order.
-  OpId rep_of(OpId v) const { return node_[static_cast<std::size_t>(v)].rep; }
-  std::int32_t group_size(OpId R) const {
-    const auto& m = members_[static_cast<std::size_t>(R)];
-    return m.empty() ? 1 : static_cast<std::int32_t>(m.size());
-  }
-  OpId leader_of(OpId R) const { return g_->topo_order()[static_cast<std::size_t>(minpos_[static_cast<std::size_t>(R)])]; }
-
   // R's members, made a list (with R's successors as its out_ list) where R is a lone op.
   std::vector<OpId>& own_members(OpId R) {
     auto& m = members_[static_cast<std::size_t>(R)];
@@ -647,7 +636,7 @@ class FusionGroups {
         tag_ = 1;
       }
       auto in_union = [&](OpId x) {
-        const OpId r = rep_of(x);
+        const OpId r = group(x);
         return r == A || r == B;
       };
       union_ub_ = fusion_operands(view, members_of(A), in_union, tstamp_.data(), tag_) +
@@ -669,8 +658,8 @@ class FusionGroups {
   bool union_operands_small(OpId A, OpId B) {
     if (!exact_[static_cast<std::size_t>(A)] || !exact_[static_cast<std::size_t>(B)]) return false;
     constexpr std::int32_t kSmallGroup = 16, kFewReaders = 16;
-    const OpId S = group_size(A) <= group_size(B) ? A : B;
-    if (group_size(S) > kSmallGroup) return false;
+    const OpId S = size(A) <= size(B) ? A : B;
+    if (size(S) > kSmallGroup) return false;
     const auto& view = view_;
     const auto& reader_off = ix_->reader_off;
     auto few = [&](TensorId t) {
@@ -692,12 +681,12 @@ class FusionGroups {
       tstamp_[static_cast<std::size_t>(t)] = tag_;
       bool in_a = false, in_b = false, outside = false;  // where t's readers are
       for (auto e = reader_off[static_cast<std::size_t>(t)]; e < reader_off[static_cast<std::size_t>(t) + 1]; ++e) {
-        const OpId r = rep_of(ix_->readers[static_cast<std::size_t>(e)]);
+        const OpId r = group(ix_->readers[static_cast<std::size_t>(e)]);
         in_a = in_a || r == A;
         in_b = in_b || r == B;
         outside = outside || (r != A && r != B);
       }
-      const OpId p = rep_of(producer);
+      const OpId p = group(producer);
       const int in_union = p == A || p == B ? (outside ? 1 : 0) : (in_a || in_b ? 1 : 0);
       const int in_group_a = p == A ? (in_b || outside ? 1 : 0) : (in_a ? 1 : 0);
       const int in_group_b = p == B ? (in_a || outside ? 1 : 0) : (in_b ? 1 : 0);
@@ -721,7 +710,7 @@ class FusionGroups {
         if (FusionProblem p = df::member_class(ix_->traits[static_cast<std::size_t>(R)], R)) return p;
     const OpId la = lib_[static_cast<std::size_t>(A)], lb = lib_[static_cast<std::size_t>(B)];
     auto in_union = [&](OpId x) {
-      const OpId r = rep_of(x);
+      const OpId r = group(x);
       return r == A || r == B;
     };
     if (la >= 0 && lb >= 0)
@@ -729,7 +718,7 @@ class FusionGroups {
                                                        : FusionProblem{FusionRule::two_library_kernels, lb, la};
     if (la >= 0 || lb >= 0) {
       const OpId lib = la >= 0 ? la : lb, other = la >= 0 ? B : A;
-      if (FusionProblem p = df::library_root(view, lib, [&](OpId x) { return rep_of(x) == other; })) return p;
+      if (FusionProblem p = df::library_root(view, lib, [&](OpId x) { return group(x) == other; })) return p;
       for (OpId v : members_of(other))
         if (FusionProblem p = df::epilogue_member(view, v, lib, in_union)) return p;
       return {};
@@ -755,11 +744,11 @@ class FusionGroups {
     if (minpos_[static_cast<std::size_t>(X)] > limit) return false;
     // Such a path enters Y from a third group: none when every producer of Y's ops is in X or Y (a
     // lone op fused into its only producer's group, the common case), checked where Y is small.
-    if (group_size(Y) <= kDirectCheck) {
+    if (size(Y) <= kDirectCheck) {
       bool third = false;
       for (OpId m : members_of(Y))
         for (OpId u : g_->pred(m)) {
-          const OpId U = rep_of(u);
+          const OpId U = group(u);
           third = third || (U != X && U != Y);
         }
       if (!third) return false;
@@ -812,8 +801,7 @@ class FusionGroups {
   }
 
   static constexpr std::int32_t kDirectCheck = 8;
-  const OpGraph* g_;                  // the graph merged on: the one given, or the index's copy
-  const OpGraph* outer_ = nullptr;    // the one given where g_ is the copy
+  const OpGraph* g_;
   std::int64_t budget_;
   std::shared_ptr<const FusionIndex> shared_;  // the caller's index, or null
   FusionIndex own_;                            // else this one's
