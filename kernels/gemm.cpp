@@ -19,7 +19,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-
 // oneDNN's sgemm splits a product over its OpenMP threads differently for each thread count, and
 // on some CPUs (AVX2: 1,000 x 64 x 64, 64 x 64 x 4,096, 8 x 8 x 16,384) the bits of C then differ
 // between 1 and 2 threads. go promises the same bits whatever the thread count, so the split is

@@ -428,15 +428,18 @@ inline bool ids_topological(const OpGraph& g) {
 // policy::decode merges there. Merging there gives the same groups, mapped back: a merge reads
 // topological positions, group sizes and whole sets of edges, never an id or an edge's place in
 // a successor list (tests/test_fusion_rules.cpp checks every merge's answer and reason). Its
-// cycle searches then find the ops that run near each other next to each other in memory.
-// bench/README.md, "Decoding on the graph's topological order", has the timings.
+// cycle searches then find the ops that run near each other next to each other in memory. The
+// copy costs a GraphBuilder::build once per graph (about 0.1 s and 20 MB at 80,588 ops on a Zen 3
+// core), which the graph's first few fused decodes repay. bench/README.md, "Decoding on the
+// graph's topological order", has the timings.
 struct FusionIndex {
   FusionIndex() = default;
   explicit FusionIndex(const OpGraph& g, bool count_now = true, bool relabel = false)
       : num_ops(g.num_ops()), num_tensors(g.num_tensors()), num_edges(g.num_edges()) {
     if (relabel && !ids_topological(g)) topo = std::make_shared<const OpGraph>(topological_fusion_copy(g));
-    traits = fusion_traits(topo ? *topo : g);
-    if (count_now) count(topo ? *topo : g);
+    const OpGraph& described = topo ? *topo : g;
+    traits = fusion_traits(described);
+    if (count_now) count(described);
   }
   // Made for a graph of g's sizes (a FusionGroups ignores an index of another graph's sizes).
   bool fits(const OpGraph& g) const {
