@@ -709,6 +709,8 @@ scheduling and fusion with the baselines and with GO (a policy trained with PPO)
       PyErr_SetString(error.ptr(), e.what());
     } catch (const nlohmann::json::exception& e) {  // malformed JSON text
       PyErr_SetString(error.ptr(), e.what());
+    } catch (const std::filesystem::filesystem_error& e) {  // a path the file system refuses (a symlink loop)
+      PyErr_SetString(error.ptr(), (e.path1().string() + ": " + e.code().message()).c_str());
     }
   });
 

@@ -190,7 +190,7 @@ TEST_CASE("leave one GPU out: GEMM efficiencies carried to the target's machine 
         Approx(0.7 * 0.7).epsilon(1e-12));
 }
 
-TEST_CASE("calibration: bad input is a one-line error; NeuSight GPU folders name presets") {
+TEST_CASE("calibration: bad input is a one-line error, and NeuSight GPU folders name presets") {
   const go::DeviceSpec base = go::DeviceSpec::v100();
   CHECK_THROWS_WITH(go::fit_device(base, std::vector<go::CalibrationSample>{}), Contains("no measured op times"));
   CHECK_THROWS_WITH(go::fit_device(base, std::vector<go::CalibrationSample>{{go::OpKind::add, 1, 1, 0.0, 1}}),

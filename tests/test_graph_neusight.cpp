@@ -164,7 +164,7 @@ TEST_CASE("neusight: training graphs add no optimizer and no gradients of Python
   CHECK(go::graph_stats(a).param_bytes == 3 * go::graph_stats(fwd).param_bytes);
 }
 
-TEST_CASE("neusight: inference dropout, split and getitem are views; training keeps them", "[graph][neusight]") {
+TEST_CASE("neusight: inference dropout, split and getitem are views, training keeps them", "[graph][neusight]") {
   const go::OpGraph inf = go::load_graph(kGpt2Inf + ":layers=2");
   const go::OpGraph tr = go::load_graph(kGpt2Train + ":layers=2");
   for (const std::string& n : {std::string("transformer_h_1_attn_attn_dropout"), std::string("transformer.h.1/split"),

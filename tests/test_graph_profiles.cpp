@@ -125,6 +125,11 @@ TEST_CASE("pipedream: layer details", "[graph][pipedream]") {
   CHECK(huge.op(*huge.find("node2")).flops == Approx(2.0 * 100 * 3 * 3 * 6191423887051208931.0));
   CHECK_THROWS_WITH(go::parse_pipedream(one_conv("(-3, 3)"), "neg"),
                     Catch::Contains("node2") && Catch::Contains("negative or invalid flops"));
+  // a time past a day per op (graph.hpp's kMaxOpSeconds) would make sums over the graph infinite
+  std::string slow = one_conv("(3, 3)");
+  slow.replace(slow.find("forward_compute_time=1.0"), 24, "forward_compute_time=1e308");
+  CHECK_THROWS_WITH(go::parse_pipedream(slow, "slow"), Catch::StartsWith("slow") && Catch::Contains("node2") &&
+                                                           Catch::Contains("invalid time") && Catch::Contains("at most 86400"));
 }
 
 TEST_CASE("dnn-partitioning: every graph loads with times, sizes, colocation and limits", "[graph][dnn]") {

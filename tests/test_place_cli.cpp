@@ -384,7 +384,62 @@ TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
   fs::remove(csv);
 }
 
-TEST_CASE("gopt simulate / place / eval --cost roofline: measured times ignored; a bad value fails with one line") {
+TEST_CASE("gopt eval --trace-dir: one file per graph even where two share a name, and a folder that cannot be made fails first") {
+  const fs::path pd = fs::path(GO_DATA_DIR) / "real-data" / "msr-fiddle-pipedream";
+  const std::string a = (pd / "alexnet" / "graph.txt").string(), b = (pd / "resnet18" / "graph.txt").string();
+  const std::string dir = tmp_path("traces");
+  fs::remove_all(dir);
+  const auto r = run_gopt({"eval", "--graphs", a + "," + b + ",zoo:rnnlm2", "--cluster", "v100x2", "--methods", "human",
+                           "--trace-dir", dir});
+  REQUIRE(r.code == 0);
+  for (const char* stem : {"alexnet_graph.txt", "resnet18_graph.txt", "zoo_rnnlm2"}) {
+    INFO(stem);
+    CHECK(fs::is_regular_file(fs::path(dir) / (std::string(stem) + ".plan.json")));
+    CHECK(fs::is_regular_file(fs::path(dir) / (std::string(stem) + ".trace.json")));
+  }
+  // each plan is its own graph's: it loads against that graph and re-simulates to its table cell
+  const go::OpGraph ga = go::load_graph(a), gb = go::load_graph(b);
+  CHECK(go::load_plan((fs::path(dir) / "alexnet_graph.txt.plan.json").string(), ga).device.size() ==
+        static_cast<std::size_t>(ga.num_ops()));
+  CHECK(go::load_plan((fs::path(dir) / "resnet18_graph.txt.plan.json").string(), gb).device.size() ==
+        static_cast<std::size_t>(gb.num_ops()));
+  // the same path twice: the position tells them apart
+  const auto twice = run_gopt({"eval", "--graphs", "zoo:rnnlm2,zoo:rnnlm2", "--cluster", "v100x2", "--methods",
+                               "human", "--trace-dir", dir});
+  REQUIRE(twice.code == 0);
+  CHECK(fs::is_regular_file(fs::path(dir) / "1-zoo_rnnlm2.plan.json"));
+  CHECK(fs::is_regular_file(fs::path(dir) / "2-zoo_rnnlm2.plan.json"));
+  // a file where the folder should be: one line, before any cell is computed
+  const std::string file = (fs::path(dir) / "zoo_rnnlm2.plan.json").string();
+  const auto bad = run_gopt({"eval", "--graphs", "zoo:rnnlm2", "--cluster", "v100x2", "--methods", "human",
+                             "--trace-dir", file});
+  CHECK(bad.code == 1);
+  CHECK(count_lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains(file) && Contains("--trace-dir cannot be made a folder"));
+  CHECK_THAT(bad.err, !Contains("gopt eval: zoo:rnnlm2 human"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("gopt simulate: a plan placed on a device the cluster lacks is an error naming the plan file") {
+  const go::OpGraph g = go::load_graph("zoo:rnnlm2");
+  go::Plan p = go::Plan::single_device(g.num_ops());
+  p.device[3] = 7;
+  const std::string plan = tmp_path("device7.json");
+  go::save_plan(p, g, plan);
+  const auto r = run_gopt({"simulate", "zoo:rnnlm2", "--cluster", "v100x2", "--plan", plan});
+  CHECK(r.code == 1);
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Contains(plan + ": ") && Contains("is placed on device 7 but the cluster v100x2 has 2 device(s)"));
+  // on a cluster that has the device, the same plan runs
+  CHECK(run_gopt({"simulate", "zoo:rnnlm2", "--cluster", "v100x8", "--plan", plan}).code == 0);
+  // as --expert, the error names the expert file
+  const auto ex = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--expert", plan});
+  CHECK(ex.code == 1);
+  CHECK_THAT(ex.err, Contains(plan + ": human placement uses device 7"));
+  fs::remove(plan);
+}
+
+TEST_CASE("gopt simulate / place / eval --cost roofline: measured times ignored, and a bad value fails with one line") {
   const fs::path file = fs::path(GO_DATA_DIR) / "real-data" / "msr-fiddle-pipedream" / "resnet18" / "graph.txt";
   if (!fs::exists(file)) {
     WARN("no " << file << ": skipped");

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -462,6 +464,43 @@ TEST_CASE("a write killed at a random moment leaves the old file or the new one,
   }
   // The kills did land inside writes (a temporary file was left), so the test saw the hard case.
   CHECK(midway > 0);
+}
+
+TEST_CASE("a write follows a symlink and writes into a FIFO in place, and refuses a folder", "[reliability][io]") {
+  TempDir dir("targets");
+  // a symlink: its target gets the data, the link stays a link
+  const std::string real = dir / "real.json", link = dir / "link.json";
+  go::write_file_atomic(real, "old");
+  fs::create_symlink(real, link);
+  go::write_file_atomic(link, "new");
+  CHECK(fs::is_symlink(link));
+  CHECK(go::read_file(real) == "new");
+  // a chain of two links, then a loop of two: the second is one clear error, and writes nothing
+  const std::string link2 = dir / "link2.json";
+  fs::create_symlink(link, link2);
+  go::write_file_atomic(link2, "newer");
+  CHECK(go::read_file(real) == "newer");
+  const std::string a = dir / "loopA", b = dir / "loopB";
+  fs::create_symlink(b, a);
+  fs::create_symlink(a, b);
+  REQUIRE_THROWS_WITH(go::write_file_atomic(a, "x"), Catch::Contains(a) && Catch::Contains("symlink cannot be followed"));
+  CHECK(fs::is_symlink(a));
+  // a FIFO is written to (a reader gets the data), not replaced by a regular file
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  go::write_file_atomic(fifo, "through the pipe");
+  reader.join();
+  CHECK(got == "through the pipe");
+  CHECK(fs::is_fifo(fifo));
+  // a folder
+  REQUIRE_THROWS_WITH(go::write_file_atomic(dir.path.string(), "x"), Catch::Contains("it is a folder"));
+  // no temporary file is left anywhere
+  for (const auto& e : fs::directory_iterator(dir.path)) CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 }
 
 TEST_CASE("a checkpoint save killed at a random moment leaves a loadable checkpoint", "[reliability][io]") {

@@ -679,7 +679,21 @@ TEST_CASE("cluster presets, JSON and validation", "[sim]") {
   CHECK(mixed.link_bandwidth(1, 0) == 5e9);
 
   CHECK_THROWS_WITH(go::load_cluster(kData + "/bad_cluster.json"),
-                    kData + "/bad_cluster.json: link 0 -> 1 has invalid bandwidth -1");
+                    kData + "/bad_cluster.json: link 0 -> 1 has invalid bandwidth -1 (need at least 1 bytes/s)");
+  // values far outside any machine, which would make step times infinite, are refused by name
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"devices": {"count": 2}, "links": {"bandwidth": 1e9, "latency": 1e308}})", "has invalid latency 1e+308"},
+           {R"({"devices": {"count": 2, "peak_flops": 1e-300}, "links": {"bandwidth": 1e9}})", "has invalid peak_flops"},
+           {R"({"devices": {"count": 2, "mem_bandwidth": 1e-300}, "links": {"bandwidth": 1e9}})", "has invalid mem_bandwidth"},
+           {R"({"devices": {"count": 2, "bandwidth_efficiency": 1e-300}, "links": {"bandwidth": 1e9}})",
+            "has invalid bandwidth_efficiency"},
+           {R"({"devices": {"count": 2, "launch_overhead": 1e9}, "links": {"bandwidth": 1e9}})", "has invalid launch_overhead"}}) {
+    INFO(text);
+    CHECK_THROWS_WITH(go::parse_cluster(text, "x.json"), Catch::StartsWith("x.json: ") && Catch::Contains(says));
+  }
+  // the limits themselves are accepted
+  CHECK_NOTHROW(go::parse_cluster(R"({"devices": {"count": 2, "peak_flops": 1, "mem_bandwidth": 1}, "links": {"bandwidth": 1, "latency": 1000}})",
+                                  "x.json"));
   CHECK_THROWS_WITH(go::load_cluster(kData + "/no_such.json"), Catch::Contains("no_such.json: cannot open"));
   CHECK_THROWS_WITH(go::parse_cluster("{\"devices\": {\"count\": 2}, \"links\": {\"bandwidth\": [[1, 2]]}}", "m.json"),
                     "m.json: links: \"bandwidth\" must be a number or a 2 x 2 matrix");

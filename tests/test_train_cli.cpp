@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +95,86 @@ TEST_CASE("gopt train: --init-policy starts a new run from a pre-trained policy"
   CHECK_THAT(r.err, Contains("resuming at 2"));
   CHECK_THAT(r.err, !Contains("from " + pre));
   for (const auto& p : {cfg, pre, pre + ".csv", fine, fine + ".csv", zero, zero + ".csv", fresh_cfg}) fs::remove(p);
+}
+
+TEST_CASE("gopt train: a checkpoint whose metadata was edited, configs out of range and paths that cannot be looked at fail with one line",
+          "[rl][cli]") {
+  const std::string cfg = tmp_path("h_cfg.json"), ck = tmp_path("h.ckpt"), edited = tmp_path("h_edited.ckpt");
+  nlohmann::json cj = nlohmann::json::parse(tiny_config(16));
+  cj["reanchor"] = true;  // the checkpoint then holds the anchor's actions
+  go::write_file_atomic(cfg, cj.dump());
+  REQUIRE(run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "1", "--out", ck,
+                    "--quiet"})
+              .code == 0);
+  // the checksum covers the tensors; the metadata is checked value by value
+  auto resume_edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    go::LoadedTensors lt = go::load_tensors(ck);
+    edit(lt.meta);
+    go::save_tensors(edited, lt.tensors, lt.meta);
+    return run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "2", "--out",
+                     edited, "--resume", "--quiet"});
+  };
+  struct Edit {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* says;
+  };
+  const std::vector<Edit> edits{
+      {"updates_done", [](nlohmann::json& m) { m["updates_done"] = -3; }, "neither can be negative"},
+      {"adam_step", [](nlohmann::json& m) { m["adam_step"] = -5; }, "neither can be negative"},
+      {"best plan", [](nlohmann::json& m) {
+         for (auto& d : m["graphs"][0]["best"]["device"]) d = 7;
+       }, "best plan: "},
+      {"anchor", [](nlohmann::json& m) {
+         REQUIRE(m["graphs"][0].contains("anchor"));
+         m["graphs"][0]["anchor"]["device"][0] = 9;
+       }, "has device action 9 at row 0 (need 0 to 1)"}};
+  for (const Edit& e : edits) {
+    INFO(e.what);
+    const auto r = resume_edited(e.edit);
+    INFO(r.err);
+    CHECK(r.code == 1);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains(edited) && Contains(e.says));
+  }
+  // the checkpoint as written resumes
+  const auto ok = resume_edited([](nlohmann::json&) {});
+  INFO(ok.err);
+  CHECK(ok.code == 0);
+
+  // a config value out of range names the config file; a count past the integer's range is no wrap
+  const std::string bad = tmp_path("h_bad.json");
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"samples": 1})", "\"samples\" is 1, must be >= 2"},
+           {R"({"samples": 4294967300})", "\"samples\" is 4294967300, out of range"},
+           {R"({"epochs": -4294967295})", "\"epochs\" is -4294967295, out of range"},
+           {R"({"policy": {"hidden": 0}})", "policy"}}) {
+    go::write_file_atomic(bad, text);
+    const auto r = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", bad, "--out", tmp_path("h_never.ckpt")});
+    INFO(text << ": " << r.err);
+    CHECK(r.code == 1);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains(bad + ": ") && Contains(says));
+  }
+  CHECK_FALSE(fs::exists(tmp_path("h_never.ckpt")));
+
+  // --resume where --out cannot be looked at (a loop of two symlinks)
+  const std::string la = tmp_path("h_loopA"), lb = tmp_path("h_loopB");
+  fs::remove(la);
+  fs::remove(lb);
+  fs::create_symlink(lb, la);
+  fs::create_symlink(la, lb);
+  const auto loop = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--out", la, "--resume"});
+  CHECK(loop.code == 1);
+  CHECK(count_lines(loop.err) == 1);
+  CHECK_THAT(loop.err, Contains(la) && Contains("cannot look for the checkpoint"));
+
+  // --stop-after is a documented option (policies/README.md)
+  CHECK_THAT(run_gopt({"train", "--help"}).out, Contains("--stop-after"));
+  const auto neg = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--stop-after", "-5", "--out", ck});
+  CHECK(neg.code != 0);
+  CHECK_THAT(neg.err, Contains("--stop-after: must be a whole number >= 0, got -5"));
+  for (const auto& p : {cfg, ck, ck + ".csv", edited, edited + ".csv", bad, la, lb}) fs::remove(p);
 }
 
 TEST_CASE("gopt train: several clusters train one policy on every graph on each", "[rl][cli]") {

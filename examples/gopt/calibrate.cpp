@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,12 @@ void print_spec_line(const char* what, const go::DeviceSpec& s) {
 }
 
 void run_calibrate(const CalibrateOptions& o) {
-  GO_CHECK(o.count >= 1, "--count must be at least 1, got ", o.count);
+  GO_CHECK(o.count >= 1 && o.count <= go::kMaxPresetDevices, "--count must be 1 to ", go::kMaxPresetDevices, ", got ",
+           o.count);
   const go::DeviceSpec target = go::DeviceSpec::preset(o.device);
+  // made first, so that a --cluster-out that cannot be made fails before --out is written
+  std::optional<go::Cluster> cluster;
+  if (!o.cluster_out.empty()) cluster = go::cluster_preset(o.device + "x" + std::to_string(o.count));
   // Profiles by device: the NeuSight GPU folder's preset, else the target's.
   std::map<std::string, go::CalibrationData> data;
   for (const auto& f : profile_files(o.profiles)) {
@@ -153,8 +158,8 @@ void run_calibrate(const CalibrateOptions& o) {
   const nlohmann::json dev_json = go::calibrated_device_json(result, {{"calibration", record}});
   (void)go::parse_cluster(dev_json.dump(), o.out);  // what we write, the readers accept
   go::write_file_atomic(o.out, dev_json.dump(1) + "\n");
-  if (!o.cluster_out.empty()) {
-    go::Cluster c = go::cluster_preset(o.device + "x" + std::to_string(o.count));
+  if (cluster) {
+    go::Cluster& c = *cluster;
     for (auto& d : c.devices) d.spec = result;
     c.name += "-calibrated";
     go::save_cluster(c, o.cluster_out);
@@ -185,7 +190,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--device", opts->device, "the device preset to calibrate (" + devices + ")")->required();
   cmd->add_option("--out", opts->out, "write the calibrated device as a one-device go-cluster JSON")->required();
   cmd->add_option("--cluster-out", opts->cluster_out, "also write the <device>x<count> preset cluster with calibrated devices");
-  cmd->add_option("--count", opts->count, "devices in --cluster-out (default 1)")->check(count_at_least(1));
+  cmd->add_option("--count", opts->count, "devices in --cluster-out, 1 to " + std::to_string(go::kMaxPresetDevices) + " (default 1)")
+      ->check(count_at_least(1));
   cmd->add_flag("--leave-out", opts->leave_out,
                 "ignore --device's own profiles: calibrate it from the other devices' fits (leave one GPU out)");
   cmd->add_flag("--json", opts->json, "print the written JSON instead of text");

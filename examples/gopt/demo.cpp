@@ -1,4 +1,5 @@
 #include "demo.hpp"
+#include "format.hpp"
 
 #include <omp.h>
 
@@ -143,7 +144,9 @@ int run_demo(const DemoOptions& o) {
   std::printf("\nmse %.5f -> %.5f (R^2 %.3f against the mean predictor), %.1f ms per forward+backward+Adam step, "
               "%.1f s in all\n",
               first, last, 1.0 - last / var, total_ms / o.steps, secs);
-  return last < first ? 0 : 1;
+  if (last < first) return 0;
+  std::fprintf(stderr, "gopt demo: the loss did not fall in %d step(s) (mse %.5f -> %.5f)\n", o.steps, first, last);
+  return 1;
 }
 
 }  // namespace
@@ -157,9 +160,14 @@ void add_demo_command(CLI::App& app) {
       ->check(CLI::Range(4, 4096))
       ->check([](const std::string& s) { return std::stoll(s) % 4 == 0 ? "" : "must be a multiple of 4"; })
       ->capture_default_str();
-  cmd->add_option("--steps", opts->steps, "Training steps")->check(CLI::Range(1, 1000000))->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Random seed (graph, initialization)")->capture_default_str();
-  cmd->add_option("--lr", opts->lr, "Adam learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--steps", opts->steps, "Training steps (at least 2: the loss must fall from the first)")->check(CLI::Range(2, 1000000))->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed (graph, initialization)")->check(count_at_least())->capture_default_str();
+  cmd->add_option("--lr", opts->lr, "Adam learning rate")
+      ->check(CLI::PositiveNumber)
+      ->check(CLI::Validator(
+          [](std::string& s) { return std::isfinite(std::stod(s)) ? std::string() : "must be a finite number, got " + s; },
+          "FINITE"))
+      ->capture_default_str();
   cmd->callback([opts]() {
     const int rc = run_demo(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);

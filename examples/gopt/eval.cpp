@@ -3,6 +3,7 @@
 #include "format.hpp"
 #include "place_options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -45,16 +46,35 @@ std::string file_stem(const std::string& graph) {
   return s;
 }
 
-// Writes the best valid plan of one graph (and its Chrome trace) into dir; returns the method.
-std::string write_best(const std::string& dir, const std::string& graph, const go::OpGraph& g,
+// One file stem per graph, distinct: the last path component, and where two graphs share it
+// (alexnet/graph.txt, vgg16/graph.txt) the folder above too, then the graph's position.
+std::vector<std::string> file_stems(const std::vector<std::string>& graphs) {
+  std::vector<std::string> stems;
+  for (const auto& g : graphs) stems.push_back(file_stem(g));
+  auto repeated = [&](std::size_t i) { return std::count(stems.begin(), stems.end(), stems[i]) > 1; };
+  std::vector<char> again(stems.size());
+  for (std::size_t i = 0; i < stems.size(); ++i) again[i] = repeated(i);
+  for (std::size_t i = 0; i < stems.size(); ++i)
+    if (again[i]) {
+      const std::filesystem::path parent = std::filesystem::path(graphs[i]).parent_path().filename();
+      if (!parent.empty()) stems[i] = file_stem(parent.string()) + "_" + stems[i];
+    }
+  for (std::size_t i = 0; i < stems.size(); ++i) again[i] = repeated(i);
+  for (std::size_t i = 0; i < stems.size(); ++i)
+    if (again[i]) stems[i] = std::to_string(i + 1) + "-" + stems[i];
+  return stems;
+}
+
+// Writes the best valid plan of one graph (and its Chrome trace) into dir as <stem>.plan.json and
+// <stem>.trace.json; returns the method.
+std::string write_best(const std::string& dir, const std::string& file, const go::OpGraph& g,
                        const go::Cluster& cluster, const std::vector<std::string>& methods,
                        const std::vector<go::PlaceResult>& res, const go::SimOptions& so) {
   std::size_t best = res.size();
   for (std::size_t k = 0; k < res.size(); ++k)
     if (res[k].valid && (best == res.size() || res[k].step_time < res[best].step_time)) best = k;
   if (best == res.size()) return {};
-  std::filesystem::create_directories(dir);
-  const std::string stem = (std::filesystem::path(dir) / file_stem(graph)).string();
+  const std::string stem = (std::filesystem::path(dir) / file).string();
   go::save_plan(res[best].plan, g, stem + ".plan.json");
   const go::Simulator sim(g, cluster, so);
   go::SimWorkspace ws = sim.make_workspace();
@@ -102,6 +122,14 @@ void run_eval(const EvalCliOptions& o) {
   for (const auto& m : methods) (void)go::find_place_method(m);  // unknown names fail before any work
   bool have_human = false;
   for (const auto& m : methods) have_human = have_human || m == "human";
+  // the folder is made before any work, so that one that cannot be made loses no computed cell
+  const std::vector<std::string> stems = file_stems(graphs);
+  if (!o.trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.trace_dir, ec);
+    GO_CHECK(!ec && std::filesystem::is_directory(o.trace_dir), o.trace_dir, ": --trace-dir cannot be made a folder: ",
+             ec ? ec.message() : std::string("it is a file"));
+  }
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());
@@ -124,10 +152,10 @@ void run_eval(const EvalCliOptions& o) {
     }
     if (!have_human) human[gi] = go::place("human", g, cluster, po);
     if (!o.trace_dir.empty()) {
-      const std::string m = write_best(o.trace_dir, graphs[gi], g, cluster, methods, res[gi], po.sim);
+      const std::string m = write_best(o.trace_dir, stems[gi], g, cluster, methods, res[gi], po.sim);
       if (!m.empty())
         std::fprintf(stderr, "gopt eval: %s: best plan (%s) and its Chrome trace in %s/%s.{plan,trace}.json\n",
-                     graphs[gi].c_str(), m.c_str(), o.trace_dir.c_str(), file_stem(graphs[gi]).c_str());
+                     graphs[gi].c_str(), m.c_str(), o.trace_dir.c_str(), stems[gi].c_str());
     }
   }
   if (!o.csv.empty()) go::write_file_atomic(o.csv, csv);
@@ -197,7 +225,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,
-                  "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here");
+                  "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here, as "
+                  "<file name>.plan.json and .trace.json (graphs of the same file name: <folder>_<name>, then "
+                  "<position>-<name>)");
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
   cmd->callback([opts, cmd]() {

@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -92,6 +95,9 @@ inline CLI::Validator count_at_least(long long min = 0) {
         long long v = 0;
         try {
           v = std::stoll(s, &used);
+        } catch (const std::out_of_range&) {
+          return "must be a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(std::numeric_limits<long long>::max()) + ", got " + s;
         } catch (const std::exception&) {
           used = 0;
         }
@@ -121,8 +127,9 @@ inline CLI::Validator seconds_at_least_zero() {
       "SECONDS>=0");
 }
 
-// Runs the body of `gopt <command>`: bad input (go::Error, malformed JSON) or exhausted host memory
-// becomes one line "gopt <command>: <what>" on stderr and exit status 1.
+// Runs the body of `gopt <command>`: bad input (go::Error, malformed JSON), a path the file system
+// refuses (a folder that cannot be made, a symlink loop) or exhausted host memory becomes one line
+// "gopt <command>: <what>" on stderr and exit status 1.
 template <class F>
 void run_command(const char* command, F&& body) {
   try {
@@ -135,6 +142,11 @@ void run_command(const char* command, F&& body) {
     throw CLI::RuntimeError(1);
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "gopt %s: %s\n", command, printable(e.what()).c_str());
+    throw CLI::RuntimeError(1);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // "<path>: <what the system said>", as go::Error's messages about files read
+    const std::string path = e.path1().empty() ? std::string("a path") : e.path1().string();
+    std::fprintf(stderr, "gopt %s: %s: %s\n", command, printable(path).c_str(), printable(e.code().message()).c_str());
     throw CLI::RuntimeError(1);
   }
 }

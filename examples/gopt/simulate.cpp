@@ -53,7 +53,13 @@ void run_simulate(const SimulateOptions& o) {
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
   go::Plan plan;
-  if (!o.plan.empty()) plan = go::load_plan(o.plan, g);
+  if (!o.plan.empty()) {
+    plan = go::load_plan(o.plan, g);
+    // a device the cluster does not have is a plan for another cluster, not one that runs out of memory
+    for (go::OpId v = 0; v < g.num_ops(); ++v)
+      GO_CHECK(plan.device_of(v) < cluster.num_devices(), o.plan, ": ", g.label(v), " is placed on device ",
+               plan.device_of(v), " but the cluster ", o.cluster, " has ", cluster.num_devices(), " device(s)");
+  }
   go::SimOptions so;
   so.check_colocation = !o.no_colocation;
   so.cost = cost;

@@ -68,10 +68,21 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   GO_CHECK(!o.graphs.empty(), "--graphs needs at least one graph");
   GO_CHECK(!o.out.empty(), "--out must not be empty");
   const bool root = comm.rank() == 0;
-  std::int32_t resume_flag = o.resume && root && std::filesystem::exists(o.out) ? 1 : 0;
-  comm.broadcast(&resume_flag, sizeof resume_flag, 0);  // rank 0 decides; every rank loads the checkpoint
+  // 1: the checkpoint is there, 0: it is not, -1: the path cannot be looked at (a symlink loop, a
+  // name too long); rank 0 decides and tells every rank before any of them fails, so none waits
+  auto look = [&](std::string* why) -> std::int32_t {
+    std::error_code ec;
+    const bool there = std::filesystem::exists(o.out, ec);
+    if (ec && why) *why = ec.message();
+    return ec ? -1 : there ? 1 : 0;
+  };
+  std::string why;
+  std::int32_t resume_flag = o.resume && root ? look(&why) : 0;
+  comm.broadcast(&resume_flag, sizeof resume_flag, 0);  // every rank loads the checkpoint
+  GO_CHECK(resume_flag >= 0, o.out, ": cannot look for the checkpoint to resume: ",
+           why.empty() ? std::string("rank 0 could not") : why);
   const bool resuming = resume_flag != 0;
-  GO_CHECK(!resuming || std::filesystem::exists(o.out), "rank ", comm.rank(), ": the checkpoint ", o.out,
+  GO_CHECK(!resuming || look(nullptr) == 1, "rank ", comm.rank(), ": the checkpoint ", o.out,
            " being resumed is missing here (every machine needs it at the same path)");
   // with --init-policy the network comes from the policy file unless the config names one
   const bool config_policy = !o.init_policy.empty() && !o.config.empty() &&
@@ -234,8 +245,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (checkpointing) after this many updates of this invocation, as an interrupted run would")
-      ->check(count_at_least())
-      ->group("");
+      ->check(count_at_least());
   cmd->callback([o]() {
 #if defined(GO_HAVE_MPI)
     go::rl::MpiSession mpi(nullptr, nullptr);  // MPI only under mpirun/mpiexec/srun

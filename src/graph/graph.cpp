@@ -71,13 +71,15 @@ OpGraph GraphBuilder::build() {
     o.kind = s.kind;
     o.role = s.role;
     o.source_id = s.id >= 0 ? s.id : static_cast<std::int64_t>(i);
-    GO_CHECK(std::isfinite(s.flops) && s.flops >= 0, at, lab(i), " has negative or invalid flops ", s.flops);
+    GO_CHECK(std::isfinite(s.flops) && s.flops >= 0 && s.flops <= kMaxOpFlops, at, lab(i),
+             " has negative or invalid flops ", s.flops, " (at most ", kMaxOpFlops, ")");
     GO_CHECK(s.param_bytes >= 0, at, lab(i), " has negative param_bytes ", s.param_bytes);
     GO_CHECK(s.temp_bytes >= 0, at, lab(i), " has negative temp_bytes ", s.temp_bytes);
-    GO_CHECK(s.time == kNoTime || (std::isfinite(s.time) && s.time >= 0), at, lab(i), " has negative or invalid time ",
-             s.time);
-    GO_CHECK(s.backward_time == kNoTime || (std::isfinite(s.backward_time) && s.backward_time >= 0), at, lab(i),
-             " has negative or invalid backward time ", s.backward_time);
+    GO_CHECK(s.time == kNoTime || (std::isfinite(s.time) && s.time >= 0 && s.time <= kMaxOpSeconds), at, lab(i),
+             " has negative or invalid time ", s.time, " s (at most ", kMaxOpSeconds, ")");
+    GO_CHECK(s.backward_time == kNoTime ||
+                 (std::isfinite(s.backward_time) && s.backward_time >= 0 && s.backward_time <= kMaxOpSeconds),
+             at, lab(i), " has negative or invalid backward time ", s.backward_time, " s (at most ", kMaxOpSeconds, ")");
     GO_CHECK(s.colocation >= -1, at, lab(i), " has negative colocation group ", s.colocation);
     o.flops = s.flops;
     o.temp_bytes = s.temp_bytes;

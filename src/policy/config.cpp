@@ -63,7 +63,11 @@ PolicyConfig PolicyConfig::from_json(const nlohmann::json& j, const std::string&
                      "priority_levels, superposition, chain, value_hidden, head_gain, anchor, anchor_bias, seed)");
     }
   }
-  c.validate();
+  try {  // a value out of range names the config it came from
+    c.validate();
+  } catch (const Error& e) {
+    GO_FAIL(where, ": ", e.what());
+  }
   return c;
 }
 

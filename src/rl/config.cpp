@@ -110,7 +110,11 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
                      "checkpoint_every, seed)");
     }
   }
-  c.validate();
+  try {  // a value out of range names the config it came from
+    c.validate();
+  } catch (const Error& e) {
+    GO_FAIL(where, ": ", e.what());
+  }
   return c;
 }
 

@@ -537,6 +537,7 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
     GO_CHECK(comparable(saved) == comparable(cfg_), path,
              ": the checkpoint's config differs from this run's (resume with the checkpoint's config)");
     const auto& graphs = lt.meta.at("graphs");
+    const std::int32_t levels = cfg_.policy.priority_levels;
     GO_CHECK(graphs.size() == tasks_.size(), path, ": checkpoint of ", graphs.size(), " graph(s), this run has ",
              tasks_.size());
     std::unordered_map<std::string, const Tensor*> by_name;
@@ -584,9 +585,14 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
         g.best_plan.priority = b.at("priority").get<std::vector<float>>();
         g.best_plan.fusion = b.at("fusion").get<std::vector<std::int32_t>>();
         check_plan_sizes(g.best_plan, g.graph->num_ops(), path + ": best plan: ");
+        const std::string bad = check_plan(*g.graph, g.best_plan, nd, /*check_colocation=*/false, /*check_fusion_rules=*/false);
+        GO_CHECK(bad.empty(), path, ": graph ", i, "'s best plan: ", bad);
+        GO_CHECK(std::isfinite(g.best_step_time) && g.best_step_time > 0, path, ": graph ", i, "'s best step time is ",
+                 g.best_step_time);
       }
       if (j.contains("anchor") && g.pg.has_anchor()) {
-        policy::Actions a = actions_from_json(j.at("anchor"), g.pg.num_nodes, path + ": graph " + std::to_string(i) + "'s anchor");
+        policy::Actions a = actions_from_json(j.at("anchor"), g.pg.num_nodes, path + ": graph " + std::to_string(i) + "'s anchor",
+                                              nd, levels);
         g.pg.set_anchor(std::move(a.device), std::move(a.priority), std::move(a.fuse));
       }
       if (j.contains("starts")) {
@@ -595,12 +601,16 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
                  " other starting points in the checkpoint, this run chose ", g.starts.size());
         for (std::size_t k = 0; k < st.size(); ++k)
           g.starts[k] = {actions_from_json(st[k], g.pg.num_nodes,
-                                           path + ": graph " + std::to_string(i) + "'s starting point " + std::to_string(k)),
+                                           path + ": graph " + std::to_string(i) + "'s starting point " + std::to_string(k),
+                                           nd, levels),
                          st[k].at("step_time").get<double>()};
       }
     }
     updates_done_ = lt.meta.at("updates_done").get<std::int64_t>();
-    adam_->set_step_count(lt.meta.at("adam_step").get<long long>());
+    const long long adam_step = lt.meta.at("adam_step").get<long long>();
+    GO_CHECK(updates_done_ >= 0 && adam_step >= 0, path, ": the checkpoint is at update ", updates_done_, ", Adam step ",
+             adam_step, " (neither can be negative)");
+    adam_->set_step_count(adam_step);
     cfg_.updates = saved.updates;
   } catch (const nlohmann::json::exception& e) {
     GO_FAIL(path, ": malformed checkpoint metadata: ", e.what());
@@ -626,16 +636,19 @@ nlohmann::json PpoTrainer::actions_json(const policy::Actions& a) {
   };
   return {{"device", ints(a.device)}, {"priority", ints(a.priority)}, {"fuse", ints(a.fuse)}};
 }
-policy::Actions PpoTrainer::actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what) {
-  auto tensor = [&](const char* key) {
+policy::Actions PpoTrainer::actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what,
+                                              std::int32_t devices, std::int32_t levels) {
+  auto tensor = [&](const char* key, std::int32_t end) {
     const auto v = j.at(key).get<std::vector<std::int32_t>>();
     GO_CHECK(static_cast<std::int64_t>(v.size()) == rows, what, " has ", v.size(), " ", key, " actions for ", rows,
              " ops");
+    for (std::size_t r = 0; r < v.size(); ++r)  // the checksum covers the tensors, not this metadata
+      GO_CHECK(v[r] >= 0 && v[r] < end, what, " has ", key, " action ", v[r], " at row ", r, " (need 0 to ", end - 1, ")");
     Tensor t = Tensor::empty(Shape{rows}, DType::i32);
     std::copy(v.begin(), v.end(), t.data<std::int32_t>());
     return t;
   };
-  return {tensor("device"), tensor("priority"), tensor("fuse")};
+  return {tensor("device", devices), tensor("priority", levels), tensor("fuse", 2)};
 }
 
 std::shared_ptr<policy::GoPolicy> load_policy(const std::string& path) { return load_policy(load_tensors(path), path); }

@@ -170,8 +170,9 @@ inline Plan human_plan(const OpGraph& g, const Cluster& c, const std::string& ex
       }
     }
   }
-  for (std::int32_t d : p.device)
-    GO_CHECK(d >= 0 && d < k, g.where(), "human placement uses device ", d, " but the cluster has ", k, " device(s)");
+  for (std::int32_t d : p.device)  // the file the devices came from, where one was named
+    GO_CHECK(d >= 0 && d < k, expert_split.empty() ? g.where() : expert_split + ": ", "human placement uses device ", d,
+             " but the cluster has ", k, " device(s)");
   colocate(g, p);
   return p;
 }

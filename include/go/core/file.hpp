@@ -31,23 +31,44 @@ inline std::string read_file(const std::string& path) {
   return data;
 }
 
-inline void write_file_atomic(const std::string& path, std::string_view data) {
+// A regular file (or a new one) is replaced atomically; a symlink is followed, and its target is
+// replaced. Anything else that exists (a FIFO, /dev/stdout, a device) is written to in place, as
+// a shell redirection would; a folder is an error.
+inline void write_file_atomic(const std::string& given, std::string_view data) {
+  std::error_code ec;
+  const auto link = std::filesystem::symlink_status(given, ec);
+  std::string path = given;
+  if (!ec && std::filesystem::is_symlink(link)) {
+    const auto target = std::filesystem::canonical(given, ec);
+    GO_CHECK(!ec, given, ": cannot write: the symlink cannot be followed: ", ec.message());
+    path = target.string();
+  }
+  const auto status = std::filesystem::status(path, ec);
+  GO_CHECK(!std::filesystem::is_directory(status), given, ": cannot write: it is a folder");
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    GO_CHECK(f, given, ": cannot write: ", std::strerror(errno));
+    const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0;
+    const int err = errno;
+    const bool closed = std::fclose(f) == 0;
+    GO_CHECK(ok && closed, given, ": write failed: ", std::strerror(ok ? errno : err));
+    return;
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  GO_CHECK(f, path, ": cannot write: ", std::strerror(errno));
+  GO_CHECK(f, given, ": cannot write: ", std::strerror(errno));
   const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0 &&
                   ::fsync(::fileno(f)) == 0;
   const int err = errno;
   std::fclose(f);
   if (!ok) {
     std::remove(tmp.c_str());
-    GO_FAIL(path, ": write failed: ", std::strerror(err));
+    GO_FAIL(given, ": write failed: ", std::strerror(err));
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::remove(tmp.c_str());
-    GO_FAIL(path, ": cannot move the finished file into place: ", ec.message());
+    GO_FAIL(given, ": cannot move the finished file into place: ", ec.message());
   }
 }
 

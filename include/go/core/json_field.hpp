@@ -2,7 +2,9 @@
 // Reading the keys of a JSON config object (PolicyConfig and TrainConfig, src/policy/config.cpp and
 // src/rl/config.cpp) with one-line errors that name the config and the key.
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,11 @@ struct JsonField {
   template <class T>
   void integer(T& dst) const {
     GO_CHECK(value.is_number_integer(), where, ": \"", key, "\" must be an integer, got ", value.dump());
+    // in range of T, not wrapped: 4294967300 samples must not become 4
+    const bool fits = value.is_number_unsigned() ? std::in_range<T>(value.get<std::uint64_t>())
+                                                 : std::in_range<T>(value.get<std::int64_t>());
+    GO_CHECK(fits, where, ": \"", key, "\" is ", value.dump(), ", out of range (", +std::numeric_limits<T>::min(),
+             " to ", +std::numeric_limits<T>::max(), ")");
     dst = value.get<T>();
   }
   template <class T>

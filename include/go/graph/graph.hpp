@@ -32,6 +32,10 @@ using TensorId = std::int32_t;
 
 // "No measured time" marker for Op::time / Op::backward_time.
 inline constexpr double kNoTime = -1.0;
+// Per-op limits far above any real op (a day of one kernel, 1e30 FLOPs), so that sums over a graph
+// (critical paths, ranks, step times) stay finite; go::Cluster bounds the rates the same way.
+inline constexpr double kMaxOpSeconds = 86400.0;
+inline constexpr double kMaxOpFlops = 1e30;
 
 // The most ops of a graph generated from a few numbers (a zoo workload's sizes, the layer count of
 // a NeuSight profile): larger ones are errors before they are built. The paper's largest training
@@ -355,10 +359,12 @@ inline void OpGraph::validate() const {
     const Op& o = ops_[i];
     const auto id = static_cast<OpId>(i);
     GO_CHECK(o.id == id, at, label(id), " is stored at index ", i);
-    GO_CHECK(std::isfinite(o.flops) && o.flops >= 0, at, label(id), " has negative or invalid flops ", o.flops);
+    GO_CHECK(std::isfinite(o.flops) && o.flops >= 0 && o.flops <= kMaxOpFlops, at, label(id),
+             " has negative or invalid flops ", o.flops, " (at most ", kMaxOpFlops, ")");
     GO_CHECK(o.param_bytes >= 0, at, label(id), " has negative param_bytes ", o.param_bytes);
     GO_CHECK(o.temp_bytes >= 0, at, label(id), " has negative temp_bytes ", o.temp_bytes);
-    GO_CHECK(o.time == kNoTime || o.time >= 0, at, label(id), " has negative time ", o.time);
+    GO_CHECK(o.time == kNoTime || (o.time >= 0 && o.time <= kMaxOpSeconds), at, label(id), " has negative or invalid time ",
+             o.time, " (at most ", kMaxOpSeconds, " s)");
     GO_CHECK(o.first_output >= 0 && o.num_outputs >= 0 &&
                  static_cast<std::size_t>(o.first_output) + static_cast<std::size_t>(o.num_outputs) <= tensors_.size(),
              at, label(id), " has outputs out of range");

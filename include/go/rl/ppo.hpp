@@ -341,7 +341,9 @@ class PpoTrainer {
  private:
   // Actions in a checkpoint: {"device": [...], "priority": [...], "fuse": [...]}, one entry per row.
   static nlohmann::json actions_json(const policy::Actions& a);
-  static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what);
+  // `devices`, `levels`: every device action must be below the first, every priority below the second.
+  static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what,
+                                           std::int32_t devices, std::int32_t levels);
 
   // With probability block_moves, a sample's devices on a run (start uniform, length log-uniform
   // in [1, n / D]) of the rows or, with probability 1/2, of the depth-first topological order

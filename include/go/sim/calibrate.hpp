@@ -125,9 +125,11 @@ inline OpGraph load_profile_graph(const std::string& path) {
 }
 
 // The measured end-to-end seconds of a NeuSight profile: "e2e_latency" (ms; forward + backward for
-// training) of the sibling `<same name>.json`; 0 when there is none.
+// training) of the sibling `<same name>.json`; 0 when there is none, or when the profile is itself
+// that .json (a go-graph file, which has no sibling of that kind).
 inline double neusight_e2e_seconds(const std::string& csv_path) {
   std::filesystem::path j = csv_path;
+  if (j.extension() == ".json") return 0;
   j.replace_extension(".json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(j, ec)) return 0;

@@ -133,7 +133,13 @@ inline void sim_name_devices(Cluster& c, const DeviceSpec& spec, std::int32_t n)
   for (std::int32_t i = 0; i < n; ++i) c.devices.push_back(ClusterDevice{"gpu" + std::to_string(i), spec});
 }
 
-inline bool sim_finite_positive(double x) { return std::isfinite(x) && x > 0; }
+// Limits far outside any real machine, so that every simulated time stays finite: at the extremes
+// (1e30 FLOPs of one op at 1 FLOP/s and efficiency 1e-9, 80,000 such ops) a step is about 1e44 s.
+inline constexpr double kMinRate = 1.0;         // FLOP/s, bytes/s
+inline constexpr double kMaxRate = 1e24;        // FLOP/s, bytes/s (a link's bandwidth may be larger)
+inline constexpr double kMinEfficiency = 1e-9;  // compute, bandwidth and memory efficiencies
+inline constexpr double kMaxSeconds = 1e3;      // a launch overhead, a link latency
+inline bool sim_in(double x, double lo, double hi) { return std::isfinite(x) && x >= lo && x <= hi; }
 
 }  // namespace detail
 
@@ -147,24 +153,29 @@ inline void Cluster::validate(const std::string& where) const {
   for (std::size_t i = 0; i < n; ++i) {
     const DeviceSpec& s = devices[i].spec;
     const std::string dev = "device " + std::to_string(i) + " ('" + devices[i].name + "')";
-    GO_CHECK(detail::sim_finite_positive(s.peak_flops), where, dev, " has invalid peak_flops ", s.peak_flops);
-    GO_CHECK(detail::sim_finite_positive(s.mem_bandwidth), where, dev, " has invalid mem_bandwidth ", s.mem_bandwidth);
-    GO_CHECK(std::isfinite(s.launch_overhead) && s.launch_overhead >= 0, where, dev, " has invalid launch_overhead ",
-             s.launch_overhead);
+    using detail::kMaxRate, detail::kMinRate, detail::kMaxSeconds, detail::kMinEfficiency, detail::sim_in;
+    GO_CHECK(sim_in(s.peak_flops, kMinRate, kMaxRate), where, dev, " has invalid peak_flops ", s.peak_flops,
+             " (need ", kMinRate, " to ", kMaxRate, " FLOP/s)");
+    GO_CHECK(sim_in(s.mem_bandwidth, kMinRate, kMaxRate), where, dev, " has invalid mem_bandwidth ", s.mem_bandwidth,
+             " (need ", kMinRate, " to ", kMaxRate, " bytes/s)");
+    GO_CHECK(sim_in(s.launch_overhead, 0, kMaxSeconds), where, dev, " has invalid launch_overhead ", s.launch_overhead,
+             " (need 0 to ", kMaxSeconds, " s)");
     GO_CHECK(s.memory_bytes > 0, where, dev, " has invalid memory_bytes ", s.memory_bytes);
-    GO_CHECK(detail::sim_finite_positive(s.bandwidth_efficiency) && s.bandwidth_efficiency <= 1, where, dev,
-             " has invalid bandwidth_efficiency ", s.bandwidth_efficiency, " (need 0 < e <= 1)");
+    GO_CHECK(sim_in(s.bandwidth_efficiency, kMinEfficiency, 1), where, dev, " has invalid bandwidth_efficiency ",
+             s.bandwidth_efficiency, " (need ", kMinEfficiency, " <= e <= 1)");
     for (std::size_t k = 0; k < kNumOpKinds; ++k)
-      GO_CHECK(detail::sim_finite_positive(s.compute_efficiency[k]) && s.compute_efficiency[k] <= 1, where, dev,
-               " has invalid compute_efficiency ", s.compute_efficiency[k], " for ", kOpKindNames[k]);
+      GO_CHECK(sim_in(s.compute_efficiency[k], kMinEfficiency, 1), where, dev, " has invalid compute_efficiency ",
+               s.compute_efficiency[k], " for ", kOpKindNames[k], " (need ", kMinEfficiency, " <= e <= 1)");
     for (std::size_t k = 0; k < kNumOpKinds; ++k)
-      GO_CHECK(detail::sim_finite_positive(s.memory_efficiency[k]), where, dev, " has invalid memory_efficiency ",
-               s.memory_efficiency[k], " for ", kOpKindNames[k]);
+      GO_CHECK(sim_in(s.memory_efficiency[k], kMinEfficiency, kMaxRate), where, dev, " has invalid memory_efficiency ",
+               s.memory_efficiency[k], " for ", kOpKindNames[k], " (need at least ", kMinEfficiency, ")");
     for (std::size_t j = 0; j < n; ++j) {
       if (i == j) continue;
       const double bw = bandwidth[i * n + j], lat = latency[i * n + j];
-      GO_CHECK(detail::sim_finite_positive(bw), where, "link ", i, " -> ", j, " has invalid bandwidth ", bw);
-      GO_CHECK(std::isfinite(lat) && lat >= 0, where, "link ", i, " -> ", j, " has invalid latency ", lat);
+      GO_CHECK(std::isfinite(bw) && bw >= kMinRate, where, "link ", i, " -> ", j, " has invalid bandwidth ", bw,
+               " (need at least ", kMinRate, " bytes/s)");
+      GO_CHECK(sim_in(lat, 0, kMaxSeconds), where, "link ", i, " -> ", j, " has invalid latency ", lat, " (need 0 to ",
+               kMaxSeconds, " s)");
     }
   }
 }
@@ -197,6 +208,9 @@ inline Cluster Cluster::grouped(std::string name, const DeviceSpec& spec, std::i
   return c;
 }
 
+// The most devices of a "<device>x<count>" preset.
+inline constexpr std::int32_t kMaxPresetDevices = 1024;
+
 // "<device>x<count>" (see the top of this file). Throws go::Error for an unknown name.
 inline Cluster cluster_preset(std::string_view name) {
   const auto x = name.rfind('x');
@@ -208,14 +222,14 @@ inline Cluster cluster_preset(std::string_view name) {
     if (!std::isdigit(static_cast<unsigned char>(ch))) ok = false;
     else count = count * 10 + (ch - '0');
   }
-  ok = ok && count >= 1 && count <= 1024;
+  ok = ok && count >= 1 && count <= kMaxPresetDevices;
   const std::vector<std::string> types = DeviceSpec::preset_names();
   ok = ok && std::find(types.begin(), types.end(), type) != types.end();
   if (!ok) {
     std::string known;
     for (const auto& t : types) known += (known.empty() ? "" : "|") + t;
     GO_FAIL("unknown cluster preset '", name, "' (known: v100x2, v100x4, v100x8, p100x4, k80x2, h100x8, or any <", known,
-            ">x<count>, count 1 to 1024)");
+            ">x<count>, count 1 to ", kMaxPresetDevices, ")");
   }
   const DeviceSpec spec = DeviceSpec::preset(type);
   const std::string n(name);
