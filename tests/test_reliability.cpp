@@ -497,6 +497,17 @@ TEST_CASE("a write follows a symlink and writes into a FIFO in place, and refuse
   reader.join();
   CHECK(got == "through the pipe");
   CHECK(fs::is_fifo(fifo));
+  // and through a symlink to it, as /dev/stdout is one to a pipe
+  const std::string to_fifo = dir / "to_fifo";
+  fs::create_symlink(fifo, to_fifo);
+  std::thread reader2([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  go::write_file_atomic(to_fifo, "through the link");
+  reader2.join();
+  CHECK(got == "through the link");
+  CHECK(fs::is_symlink(to_fifo));
   // a folder
   REQUIRE_THROWS_WITH(go::write_file_atomic(dir.path.string(), "x"), Catch::Contains("it is a folder"));
   // no temporary file is left anywhere

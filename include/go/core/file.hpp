@@ -36,23 +36,23 @@ inline std::string read_file(const std::string& path) {
 // a shell redirection would; a folder is an error.
 inline void write_file_atomic(const std::string& given, std::string_view data) {
   std::error_code ec;
-  const auto link = std::filesystem::symlink_status(given, ec);
-  std::string path = given;
-  if (!ec && std::filesystem::is_symlink(link)) {
-    const auto target = std::filesystem::canonical(given, ec);
-    GO_CHECK(!ec, given, ": cannot write: the symlink cannot be followed: ", ec.message());
-    path = target.string();
-  }
-  const auto status = std::filesystem::status(path, ec);
+  const auto status = std::filesystem::status(given, ec);  // of what a symlink points to
   GO_CHECK(!std::filesystem::is_directory(status), given, ": cannot write: it is a folder");
   if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
+    // /dev/stdout (a link to a pipe or terminal), a FIFO, a device: through the given path
+    std::FILE* f = std::fopen(given.c_str(), "wb");
     GO_CHECK(f, given, ": cannot write: ", std::strerror(errno));
     const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0;
     const int err = errno;
     const bool closed = std::fclose(f) == 0;
     GO_CHECK(ok && closed, given, ": write failed: ", std::strerror(ok ? errno : err));
     return;
+  }
+  std::string path = given;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(given, ec))) {
+    const auto target = std::filesystem::canonical(given, ec);
+    GO_CHECK(!ec, given, ": cannot write: the symlink cannot be followed: ", ec.message());
+    path = target.string();
   }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
