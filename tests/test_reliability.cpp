@@ -488,25 +488,23 @@ TEST_CASE("a write follows a symlink and writes into a FIFO in place, and refuse
   // a FIFO is written to (a reader gets the data), not replaced by a regular file
   const std::string fifo = dir / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  std::string got;
-  std::thread reader([&] {
-    std::ifstream in(fifo, std::ios::binary);
-    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  });
-  go::write_file_atomic(fifo, "through the pipe");
-  reader.join();
-  CHECK(got == "through the pipe");
+  // what a reader of the FIFO gets while `path` is written (a FIFO's open waits for the other end)
+  auto read_while_writing = [&](const std::string& path, const std::string& data) {
+    std::string got;
+    std::thread reader([&] {
+      std::ifstream in(fifo, std::ios::binary);
+      got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    });
+    go::write_file_atomic(path, data);
+    reader.join();
+    return got;
+  };
+  CHECK(read_while_writing(fifo, "through the pipe") == "through the pipe");
   CHECK(fs::is_fifo(fifo));
   // and through a symlink to it, as /dev/stdout is one to a pipe
   const std::string to_fifo = dir / "to_fifo";
   fs::create_symlink(fifo, to_fifo);
-  std::thread reader2([&] {
-    std::ifstream in(fifo, std::ios::binary);
-    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  });
-  go::write_file_atomic(to_fifo, "through the link");
-  reader2.join();
-  CHECK(got == "through the link");
+  CHECK(read_while_writing(to_fifo, "through the link") == "through the link");
   CHECK(fs::is_symlink(to_fifo));
   // a folder
   REQUIRE_THROWS_WITH(go::write_file_atomic(dir.path.string(), "x"), Catch::Contains("it is a folder"));

@@ -31,6 +31,18 @@ inline std::string read_file(const std::string& path) {
   return data;
 }
 
+namespace detail {
+// Writes all of `data` to `f` (flushed, and on disk with `sync`) and closes it: 0, or the errno of
+// the first step that failed.
+inline int write_and_close(std::FILE* f, std::string_view data, bool sync) {
+  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0 &&
+                  (!sync || ::fsync(::fileno(f)) == 0);
+  const int err = ok ? 0 : (errno != 0 ? errno : EIO);
+  const bool closed = std::fclose(f) == 0;
+  return err != 0 ? err : closed ? 0 : (errno != 0 ? errno : EIO);
+}
+}  // namespace detail
+
 // A regular file (or a new one) is replaced atomically; a symlink is followed, and its target is
 // replaced. Anything else that exists (a FIFO, /dev/stdout, a device) is written to in place, as
 // a shell redirection would; a folder is an error.
@@ -42,10 +54,8 @@ inline void write_file_atomic(const std::string& given, std::string_view data) {
     // /dev/stdout (a link to a pipe or terminal), a FIFO, a device: through the given path
     std::FILE* f = std::fopen(given.c_str(), "wb");
     GO_CHECK(f, given, ": cannot write: ", std::strerror(errno));
-    const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0;
-    const int err = errno;
-    const bool closed = std::fclose(f) == 0;
-    GO_CHECK(ok && closed, given, ": write failed: ", std::strerror(ok ? errno : err));
+    const int err = detail::write_and_close(f, data, /*sync=*/false);
+    GO_CHECK(err == 0, given, ": write failed: ", std::strerror(err));
     return;
   }
   std::string path = given;
@@ -57,11 +67,8 @@ inline void write_file_atomic(const std::string& given, std::string_view data) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   GO_CHECK(f, given, ": cannot write: ", std::strerror(errno));
-  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() && std::fflush(f) == 0 &&
-                  ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  std::fclose(f);
-  if (!ok) {
+  const int err = detail::write_and_close(f, data, /*sync=*/true);
+  if (err != 0) {
     std::remove(tmp.c_str());
     GO_FAIL(given, ": write failed: ", std::strerror(err));
   }
