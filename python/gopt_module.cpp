@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -37,6 +38,35 @@ namespace {
 
 // ---- helpers ------------------------------------------------------------------------------------
 
+// The values of an array of integers as int64, or an error naming the entry: numpy's cast would
+// wrap an unsigned 2**64-1 to -1 and truncate a float 1.5 to 1. Floats are taken where whole
+// (byte counts computed in float64).
+std::vector<std::int64_t> int64_values(const py::array& a, const char* what, bool floats) {
+  const char kind = a.dtype().kind();
+  std::vector<std::int64_t> out(static_cast<std::size_t>(a.size()));
+  if (kind == 'u') {
+    auto v = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      GO_CHECK(v.data()[i] <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), what, "[", i,
+               "] = ", v.data()[i], " does not fit in int64");
+      out[i] = static_cast<std::int64_t>(v.data()[i]);
+    }
+  } else if (kind == 'f' && floats) {
+    auto v = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const double x = v.data()[i];
+      // 2**63 is the first double past int64
+      GO_CHECK(std::isfinite(x) && x == std::floor(x) && std::abs(x) < 9223372036854775808.0, what, "[", i, "] = ", x,
+               " is not a whole number of int64's range");
+      out[i] = static_cast<std::int64_t>(x);
+    }
+  } else {
+    auto v = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    out.assign(v.data(), v.data() + v.size());
+  }
+  return out;
+}
+
 // A 1-D numpy array of integers (any integer dtype), checked to fit int32, or an error naming it.
 std::vector<std::int32_t> int32_vector(const py::handle& h, const char* what) {
   py::array a = py::array::ensure(h);
@@ -45,13 +75,12 @@ std::vector<std::int32_t> int32_vector(const py::handle& h, const char* what) {
   const char kind = a.dtype().kind();
   GO_CHECK(kind == 'i' || kind == 'u' || kind == 'b' || a.size() == 0, what, " must hold integers, got dtype ",
            std::string(py::str(a.dtype())));
-  auto v = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-  std::vector<std::int32_t> out(static_cast<std::size_t>(v.size()));
-  const std::int64_t* p = v.data();
+  const std::vector<std::int64_t> v = int64_values(a, what, false);
+  std::vector<std::int32_t> out(v.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    GO_CHECK(p[i] >= std::numeric_limits<std::int32_t>::min() && p[i] <= std::numeric_limits<std::int32_t>::max(),
-             what, "[", i, "] = ", p[i], " does not fit in int32");
-    out[i] = static_cast<std::int32_t>(p[i]);
+    GO_CHECK(v[i] >= std::numeric_limits<std::int32_t>::min() && v[i] <= std::numeric_limits<std::int32_t>::max(),
+             what, "[", i, "] = ", v[i], " does not fit in int32");
+    out[i] = static_cast<std::int32_t>(v[i]);
   }
   return out;
 }
@@ -64,8 +93,12 @@ std::vector<T> number_vector(const py::handle& h, const char* what) {
   const char kind = a.dtype().kind();
   GO_CHECK(kind == 'i' || kind == 'u' || kind == 'f' || kind == 'b' || a.size() == 0, what,
            " must hold numbers, got dtype ", std::string(py::str(a.dtype())));
-  auto v = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
-  return std::vector<T>(v.data(), v.data() + v.size());
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    return int64_values(a, what, true);
+  } else {
+    auto v = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+    return std::vector<T>(v.data(), v.data() + v.size());
+  }
 }
 
 // A read-only copy: writing into plan.device[i] must not look as if it changed the plan.
@@ -145,8 +178,7 @@ go::OpGraph graph_from_arrays(const std::vector<std::string>& kinds, const py::h
       const char kind = a.dtype().kind();
       GO_CHECK(kind == 'i' || kind == 'u', "from_arrays: edges must hold integers, got dtype ",
                std::string(py::str(a.dtype())));
-      auto v = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-      ev.assign(v.data(), v.data() + v.size());
+      ev = int64_values(a, "from_arrays: edges", false);
     }
   }
 

@@ -122,7 +122,14 @@ std::vector<T> one_or_many(const py::handle& h, F&& f) {
 go::rl::TrainConfig config_arg(const py::handle& h) {
   if (h.is_none()) return {};
   if (py::isinstance<py::dict>(h)) {
-    const std::string text = py::module_::import("json").attr("dumps")(h).cast<std::string>();
+    // allow_nan=False: json.dumps writes NaN, which is no JSON, and the parser's message would not name the key
+    std::string text;
+    try {
+      text = py::module_::import("json").attr("dumps")(h, py::arg("allow_nan") = false).cast<std::string>();
+    } catch (py::error_already_set& e) {
+      GO_FAIL("config: the dict cannot be written as JSON (", std::string(py::str(e.value())),
+              "): its values must be numbers (finite), strings, bools, lists or dicts");
+    }
     return go::rl::TrainConfig::from_json(nlohmann::json::parse(text), "config");
   }
   GO_CHECK(py::isinstance<py::str>(h), "config must be a dict, a JSON file path or None, got ",

@@ -312,6 +312,10 @@ TEST_CASE("zoo: options, defaults and errors", "[graph][zoo][errors]") {
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq"), Contains("must be <option>=<positive integer>"));
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=-3"), Contains("needs a positive integer"));
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=0"), Contains("must be positive"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=12:seq=13"), Contains("option 'seq' is given twice"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=99999999999999999999999"),
+                      Contains("'seq' is 99999999999999999999999; options, and the ops of a zoo graph, go up to"));
+    CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=999999999999"), Contains("'seq' is 999999999999; options"));
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:size=3"), Contains("unknown option 'size'"));
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:depth=3"), Contains("does not apply"));
     CHECK_THROWS_WITH(go::load_graph("zoo:gnmt2:seq=5:"), Contains("must be <option>=<positive integer>"));

@@ -384,6 +384,56 @@ TEST_CASE("gopt eval: table rows, geo-mean row, CSV") {
   fs::remove(csv);
 }
 
+TEST_CASE("gopt eval: a method that fails on one graph fails its cell only, and the table, the CSV and exit 1 say so") {
+  const std::string csv = tmp_path("eval_failed.csv");
+  const std::string empty = tmp_path("empty.json");
+  go::write_file_atomic(empty, R"({"format": "go-graph", "ops": []})");
+  // exact takes at most 200 ops (and needs CBC): it fails on rnnlm2, whatever this build has
+  const auto r = run_gopt({"eval", "--graphs", "zoo:rnnlm2," + empty, "--cluster", "v100x2", "--methods",
+                           "human,exact,m-etf", "--csv", csv});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("gopt eval: zoo:rnnlm2 exact: failed: "));
+  CHECK_THAT(r.err, Contains("gopt eval: 1 of 6 cells failed; the first: zoo:rnnlm2 exact: "));
+  std::vector<std::string> rows;
+  std::stringstream ss(r.out);
+  for (std::string line; std::getline(ss, line);)
+    if (line.rfind("| zoo:", 0) == 0 || line.rfind("| /", 0) == 0 || line.rfind("| geo-mean", 0) == 0)
+      rows.push_back(line);
+  REQUIRE(rows.size() == 3);
+  // the other cells of the row stand
+  CHECK_THAT(rows[0], Contains(" failed |"));
+  CHECK(std::count(rows[0].begin(), rows[0].end(), '(') == 2);
+  // the empty graph's step takes 0 s: no ratio, no NaN; the failed cell is counted apart
+  CHECK_THAT(rows[1], Contains("| 0 |"));
+  CHECK_THAT(rows[2], Contains("| geo-mean / human | | 1.000 | - (1 failed) |"));
+  CHECK_THAT(r.out, !Contains("nan"));
+  const std::string text = go::test::slurp_file(csv);
+  CHECK(count_lines(text) == 1 + 2 * 3);
+  CHECK_THAT(text, Contains("zoo:rnnlm2,") && Contains(",exact,,0,error,"));
+  fs::remove(csv);
+  fs::remove(empty);
+  // a graph that cannot load fails the run before any cell is computed
+  const auto missing = run_gopt({"eval", "--graphs", "zoo:rnnlm2,/no/such/graph.onnx", "--cluster", "v100x2",
+                                 "--methods", "human"});
+  CHECK(missing.code == 1);
+  CHECK(count_lines(missing.err) == 1);
+  CHECK_THAT(missing.err, Contains("/no/such/graph.onnx"));
+}
+
+TEST_CASE("gopt place, simulate, eval: an empty file name is refused, not read as not given") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--out", ""},
+        std::vector<std::string>{"simulate", "zoo:rnnlm2", "--cluster", "v100x2", "--trace", ""},
+        std::vector<std::string>{"eval", "--graphs", "zoo:rnnlm2", "--cluster", "v100x2", "--methods", "human",
+                                 "--csv", ""}}) {
+    INFO(args[0]);
+    const auto r = run_gopt(args);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Contains("must name a file, got an empty string"));
+    CHECK(count_lines(r.err) == 1);
+  }
+}
+
 TEST_CASE("gopt eval --trace-dir: one file per graph even where two share a name, and a folder that cannot be made fails first") {
   const fs::path pd = fs::path(GO_DATA_DIR) / "real-data" / "msr-fiddle-pipedream";
   const std::string a = (pd / "alexnet" / "graph.txt").string(), b = (pd / "resnet18" / "graph.txt").string();

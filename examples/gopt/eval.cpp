@@ -130,24 +130,42 @@ void run_eval(const EvalCliOptions& o) {
     GO_CHECK(!ec && std::filesystem::is_directory(o.trace_dir), o.trace_dir, ": --trace-dir cannot be made a folder: ",
              ec ? ec.message() : std::string("it is a file"));
   }
+  // every graph loads before any cell is computed: a bad file late in the list loses no work
+  for (const auto& g : graphs) (void)go::load_graph(g);
   std::vector<std::vector<go::PlaceResult>> res(graphs.size());
+  std::vector<std::vector<std::string>> failed(graphs.size());  // a method's error on a graph ("" = none)
   std::vector<go::PlaceResult> human(graphs.size());
   std::vector<std::int32_t> ops(graphs.size());
   std::string csv = "graph,num_ops,method,step_time_ms,valid,status,optimize_seconds,simulations,note\n";
+  std::string first_failure;
+  int failures = 0;
   for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
     go::OpGraph g = go::load_graph(graphs[gi]);
     if (o.training) g = go::make_training_graph(g);
     ops[gi] = g.num_ops();
     for (const auto& m : methods) {
-      res[gi].push_back(go::place(m, g, cluster, po));
+      // a method that cannot take this graph (exact past its size) fails its cell only
+      std::string error;
+      try {
+        res[gi].push_back(go::place(m, g, cluster, po));
+      } catch (const go::Error& e) {
+        error = printable(e.what());
+        res[gi].emplace_back();
+        res[gi].back().method = m;
+        if (failures++ == 0) first_failure = graphs[gi] + " " + m + ": " + error;
+      }
+      failed[gi].push_back(error);
       const go::PlaceResult& r = res[gi].back();
-      std::fprintf(stderr, "gopt eval: %s %s: %s ms%s (%.3f s)\n", graphs[gi].c_str(), m.c_str(),
-                   std::isfinite(r.step_time) ? fmt("%.3f", r.step_time * 1e3).c_str() : "-", r.valid ? "" : " OOM",
-                   r.optimize_seconds);
+      if (!error.empty()) std::fprintf(stderr, "gopt eval: %s %s: failed: %s\n", graphs[gi].c_str(), m.c_str(), error.c_str());
+      else
+        std::fprintf(stderr, "gopt eval: %s %s: %s ms%s (%.3f s)\n", graphs[gi].c_str(), m.c_str(),
+                     std::isfinite(r.step_time) ? fmt("%.3f", r.step_time * 1e3).c_str() : "-", r.valid ? "" : " OOM",
+                     r.optimize_seconds);
       csv += csv_field(graphs[gi]) + "," + std::to_string(g.num_ops()) + "," + m + "," +
              (std::isfinite(r.step_time) ? fmt("%.6f", r.step_time * 1e3) : std::string()) + "," +
-             (r.valid ? "1" : "0") + "," + std::string(go::sim_status_name(r.status)) + "," +
-             fmt("%.6f", r.optimize_seconds) + "," + std::to_string(r.simulations) + "," + csv_field(r.note) + "\n";
+             (r.valid ? "1" : "0") + "," + (error.empty() ? std::string(go::sim_status_name(r.status)) : "error") +
+             "," + fmt("%.6f", r.optimize_seconds) + "," + std::to_string(r.simulations) + "," +
+             csv_field(error.empty() ? r.note : error) + "\n";
       if (m == "human") human[gi] = r;
     }
     if (!have_human) human[gi] = go::place("human", g, cluster, po);
@@ -160,10 +178,11 @@ void run_eval(const EvalCliOptions& o) {
   }
   if (!o.csv.empty()) go::write_file_atomic(o.csv, csv);
   // table
-  std::printf("cluster %s (%d devices)%s%s%s; cells: step time ms (optimize s), OOM = does not fit\n\n",
+  std::printf("cluster %s (%d devices)%s%s%s; cells: step time ms (optimize s), OOM = does not fit%s\n\n",
               cluster.name.c_str(), cluster.num_devices(), o.training ? ", training graphs" : "",
               po.fusion == go::FusionMode::xla ? ", xla fusion" : "",
-              cost == go::CostSource::roofline ? ", roofline costs (measured times ignored)" : "");
+              cost == go::CostSource::roofline ? ", roofline costs (measured times ignored)" : "",
+              failures > 0 ? ", failed = the method gave an error (on stderr, and in the CSV's note)" : "");
   std::printf("| graph | ops |");
   for (const auto& m : methods) std::printf(" %s |", m.c_str());
   std::printf("\n|---|---:|");
@@ -171,7 +190,12 @@ void run_eval(const EvalCliOptions& o) {
   std::printf("\n");
   for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
     std::printf("| %s | %d |", printable(graphs[gi]).c_str(), ops[gi]);
-    for (const auto& r : res[gi]) {
+    for (std::size_t k = 0; k < res[gi].size(); ++k) {
+      const go::PlaceResult& r = res[gi][k];
+      if (!failed[gi][k].empty()) {
+        std::printf(" failed |");
+        continue;
+      }
       const std::string t = r.optimize_seconds < 0.01 ? fmt("%.3f", r.optimize_seconds) : fmt("%.2f", r.optimize_seconds);
       if (r.valid) std::printf(" %s (%s) |", fmt("%.2f", r.step_time * 1e3).c_str(), t.c_str());
       else std::printf(" OOM (%s) |", t.c_str());
@@ -181,23 +205,32 @@ void run_eval(const EvalCliOptions& o) {
   std::printf("| geo-mean / human | |");
   for (std::size_t k = 0; k < methods.size(); ++k) {
     double s = 0;
-    int cnt = 0, oom = 0;
+    int cnt = 0, oom = 0, fails = 0;
     for (std::size_t gi = 0; gi < graphs.size(); ++gi) {
       const auto& r = res[gi][k];
-      if (!human[gi].valid) continue;
+      // a ratio needs a human time > 0: an empty graph's step takes 0 s on every method
+      if (!human[gi].valid || !(human[gi].step_time > 0)) continue;
+      if (!failed[gi][k].empty()) {
+        ++fails;
+        continue;
+      }
       if (!r.valid) {
         ++oom;
         continue;
       }
+      if (!(r.step_time > 0)) continue;
       s += std::log(r.step_time / human[gi].step_time);
       ++cnt;
     }
     std::string cell = cnt > 0 ? fmt("%.3f", std::exp(s / cnt)) : std::string("-");
     if (oom > 0) cell += " (" + std::to_string(oom) + " OOM)";
+    if (fails > 0) cell += " (" + std::to_string(fails) + " failed)";
     std::printf(" %s |", cell.c_str());
   }
   std::printf("\n");
   if (!have_human) std::printf("\n(human computed for the ratio row only)\n");
+  // the table and the CSV stand; the exit status says that some cells are missing
+  GO_CHECK(failures == 0, failures, " of ", graphs.size() * methods.size(), " cells failed; the first: ", first_failure);
 }
 
 }  // namespace
@@ -214,7 +247,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
       ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
-  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)")->check(path_given());
   cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)
       ->check(name_list_check(go::rl::kAnchorTieOrders));
   cmd->add_option("--anchor-placements", opts->anchor_placements, anchor_placements_help())
@@ -227,9 +260,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--trace-dir", opts->trace_dir,
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here, as "
                   "<file name>.plan.json and .trace.json (graphs of the same file name: <folder>_<name>, then "
-                  "<position>-<name>)");
+                  "<position>-<name>)")->check(path_given());
   cmd->add_option("--cost", opts->cost, kCostHelp);
-  cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file");
+  cmd->add_option("--csv", opts->csv, "write one line per (graph, method) to this CSV file")->check(path_given());
   cmd->callback([opts, cmd]() {
     run_command("eval", [&] {
       note_unused_flags(*cmd, "eval", split_list(opts->methods));

@@ -108,6 +108,13 @@ inline CLI::Validator count_at_least(long long min = 0) {
       min == 0 ? "COUNT>=0" : "COUNT>=" + std::to_string(min));
 }
 
+// A file or folder option that is given must name one: `--out ""` would otherwise read as "not
+// given" and write nothing, silently.
+inline CLI::Validator path_given() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string { return s.empty() ? "must name a file, got an empty string" : ""; }, "PATH");
+}
+
 // A duration option (--time-limit) must be a finite number of seconds >= 0: "--time-limit: must be
 // a number of seconds >= 0, got -1" (CLI11's NonNegativeNumber names the largest double instead).
 inline CLI::Validator seconds_at_least_zero() {

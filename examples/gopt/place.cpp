@@ -91,7 +91,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
-  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)");
+  cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)")->check(path_given());
   cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)
       ->check(name_list_check(go::rl::kAnchorTieOrders));
   cmd->add_option("--anchor-placements", opts->anchor_placements, anchor_placements_help())
@@ -102,10 +102,10 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split or go-plan file to use; random and anneal start from it, and GO's anchor "
-                  "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement");
+                  "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement")->check(path_given());
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--cost", opts->cost, kCostHelp);
-  cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)");
+  cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)")->check(path_given());
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
   cmd->callback([opts, cmd]() {
     run_command("place", [&] {

@@ -235,9 +235,9 @@ void add_simulate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--plan", opts->plan,
                   "plan file: go-plan JSON (device, priority, fusion per op) or a dnn-partitioning human-expert split; "
-                  "default: every op on device 0, first-ready scheduling, no fusion");
+                  "default: every op on device 0, first-ready scheduling, no fusion")->check(path_given());
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
-  cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step");
+  cmd->add_option("--trace", opts->trace, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the step")->check(path_given());
   cmd->add_option("--repeat", opts->repeat, "simulate N times and report simulations per second")
       ->check(count_at_least(1));
   cmd->add_option("--cost", opts->cost, kCostHelp);
@@ -249,7 +249,7 @@ void add_simulate_command(CLI::App& app) {
                 "a plan (or the default) that runs out of memory is fitted to it first, as gopt place --fit-memory fits a "
                 "method's: op sets moved off the devices that overflow until it fits, priorities kept; the fitted plan is "
                 "the one simulated and reported (where none fits, the plan as given)");
-  cmd->add_option("--out", opts->out, "write the simulated plan (with --fit-memory: the fitted one) as go-plan JSON");
+  cmd->add_option("--out", opts->out, "write the simulated plan (with --fit-memory: the fitted one) as go-plan JSON")->check(path_given());
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--no-colocation", opts->no_colocation, "do not require colocation groups to share a device");
   cmd->callback([opts, cmd]() {

@@ -224,15 +224,15 @@ void add_train_command(CLI::App& app) {
                   "each graph on each cluster")
       ->required()
       ->delimiter(',');
-  cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)");
+  cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)")->check(path_given());
   cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)")->check(count_at_least());
-  cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)");
+  cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)")->check(path_given());
   cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
   cmd->add_option("--init-policy", o->init_policy,
                   "Start a new run from this policy's weights (a policy file or a gopt train checkpoint, e.g. "
                   "policies/go-zoo-v100x248.ckpt); its network replaces the config's \"policy\"; a run that "
-                  "--resume continues keeps its checkpoint's weights");
-  cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)");
+                  "--resume continues keeps its checkpoint's weights")->check(path_given());
+  cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)")->check(path_given());
   cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");
   cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");
   cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")")->check(count_at_least());

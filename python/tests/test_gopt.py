@@ -107,6 +107,9 @@ class Graphs(unittest.TestCase):
             open(empty, "w").close()
             with self.assertRaisesRegex(gopt.Error, "empty file"):
                 gopt.load_graph(empty)
+            # the part before the NUL names another file, which must not be read
+            with self.assertRaisesRegex(gopt.Error, "a file name cannot hold a NUL byte"):
+                gopt.load_graph(bad + "\0.onnx")
         with self.assertRaises(TypeError):
             gopt.load_graph(42)
 
@@ -181,6 +184,11 @@ class Graphs(unittest.TestCase):
             (dict(ok, flops=[1.0]), "flops has 1 entries for 2 ops"),
             (dict(ok, flops=[0.0, -1.0]), "negative or invalid flops"),
             (dict(ok, output_bytes=[0, -4]), "negative size"),
+            # numpy's casts would truncate 1.5 to 1 and wrap 2**64-1 to -1
+            (dict(ok, output_bytes=[1, 1.5]), "output_bytes\\[1\\] = 1.5 is not a whole number"),
+            (dict(ok, param_bytes=[0.0, float("nan")]), "param_bytes\\[1\\] = nan is not a whole number"),
+            (dict(ok, temp_bytes=np.array([0, 2**64 - 1], dtype=np.uint64)), "temp_bytes\\[1\\] = 18446744073709551615 does not fit in int64"),
+            (dict(kinds=["input", "relu"], edges=np.array([[2**64 - 1, 1]], dtype=np.uint64)), "edges\\[0\\] = 18446744073709551615 does not fit"),
             (dict(ok, roles=["forward", "sideways"]), "roles\\[1\\]"),
             (dict(ok, time=[0.0, float("inf")]), "infinite"),
             (dict(ok, names=["a"]), "names has 1 entries"),
@@ -196,6 +204,11 @@ class Graphs(unittest.TestCase):
             with self.subTest(kwargs=kwargs):
                 with self.assertRaisesRegex(gopt.Error, message):
                     gopt.Graph.from_arrays(**kwargs)
+
+    def test_from_arrays_whole_floats(self):
+        # byte counts computed in float64 are taken where whole
+        g = gopt.Graph.from_arrays(kinds=["input", "relu"], edges=[[0, 1]], output_bytes=np.array([8.0, 4e9]))
+        self.assertEqual(g.output_bytes.tolist(), [8, 4000000000])
 
     def test_empty_graph(self):
         g = gopt.Graph.from_arrays(kinds=[], edges=np.zeros((0, 2), dtype=np.int64))
@@ -274,6 +287,8 @@ class Plans(unittest.TestCase):
     def test_errors(self):
         with self.assertRaisesRegex(gopt.Error, "device must hold integers"):
             gopt.Plan(device=[0.5, 1.0])
+        with self.assertRaisesRegex(gopt.Error, "device\\[0\\] = 18446744073709551615 does not fit in int64"):
+            gopt.Plan(device=np.array([2**64 - 1], dtype=np.uint64))
         with self.assertRaisesRegex(gopt.Error, "one-dimensional"):
             gopt.Plan(device=[[0, 1]])
         with self.assertRaisesRegex(gopt.Error, "does not fit in int32"):
@@ -700,6 +715,8 @@ class Train(unittest.TestCase):
             gopt.train(EXAMPLE, "v100x2", dict(TINY_CONFIG, samples=1))
         with self.assertRaisesRegex(gopt.Error, "nosuchkey"):
             gopt.train(EXAMPLE, "v100x2", dict(TINY_CONFIG, nosuchkey=1))
+        with self.assertRaisesRegex(gopt.Error, "config: the dict cannot be written as JSON"):
+            gopt.train(EXAMPLE, "v100x2", dict(TINY_CONFIG, lr=float("nan")))
         with self.assertRaisesRegex(gopt.Error, "cannot open"):
             gopt.train(EXAMPLE, "v100x2", "/no/config.json")
         with self.assertRaisesRegex(gopt.Error, "config must be"):

@@ -76,13 +76,16 @@ OpGraph make_zoo_graph_from_spec(std::string_view spec) {
     while (f < detail::zoo::kNumFields && detail::zoo::kFieldNames[f] != key) ++f;
     GO_CHECK(f < detail::zoo::kNumFields, "zoo:", spec, ": unknown option '", key,
              "' (options: batch, seq, hidden, segments, depth, vocab, image)");
+    // the last of two values would win silently
+    GO_CHECK(!dst[f]->has_value(), "zoo:", spec, ": option '", key, "' is given twice");
+    bool digits = !val.empty();
+    for (char ch : val) digits = digits && ch >= '0' && ch <= '9';
+    GO_CHECK(digits, "zoo:", spec, ": option '", key, "' needs a positive integer, got '", val, "'");
+    // (12 digits cannot overflow and are far past the limit, which make_zoo_graph checks)
+    GO_CHECK(val.size() <= 12, "zoo:", spec, ": option '", key, "' is ", val,
+             "; options, and the ops of a zoo graph, go up to ", o.max_ops);
     std::int64_t v = 0;
-    bool ok = !val.empty() && val.size() <= 12;
-    for (char ch : val) {
-      ok = ok && ch >= '0' && ch <= '9';
-      if (ok) v = v * 10 + (ch - '0');
-    }
-    GO_CHECK(ok, "zoo:", spec, ": option '", key, "' needs a positive integer, got '", val, "'");
+    for (char ch : val) v = v * 10 + (ch - '0');
     *dst[f] = v;
     if (next == std::string_view::npos) break;
     rest = rest.substr(next + 1);

@@ -14,7 +14,14 @@
 
 namespace go {
 
+// A name with a NUL byte (possible from Python) would open the file named by its part before the NUL.
+inline void check_file_name(const std::string& path) {
+  const std::size_t nul = path.find('\0');
+  GO_CHECK(nul == std::string::npos, path.substr(0, nul), "\\0...: a file name cannot hold a NUL byte");
+}
+
 inline std::string read_file(const std::string& path) {
+  check_file_name(path);
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   GO_CHECK(!ec && std::filesystem::exists(status), path, ": cannot open: no such file");
@@ -47,6 +54,7 @@ inline int write_and_close(std::FILE* f, std::string_view data, bool sync) {
 // replaced. Anything else that exists (a FIFO, /dev/stdout, a device) is written to in place, as
 // a shell redirection would; a folder is an error.
 inline void write_file_atomic(const std::string& given, std::string_view data) {
+  check_file_name(given);
   std::error_code ec;
   const auto status = std::filesystem::status(given, ec);  // of what a symlink points to
   GO_CHECK(!std::filesystem::is_directory(status), given, ": cannot write: it is a folder");

@@ -198,6 +198,7 @@ inline std::string metrics_csv_row(const UpdateStats& s) {
 // drops what the interrupted run wrote after its last checkpoint); creates it with a header when
 // missing.
 inline void truncate_metrics_csv(const std::string& path, std::int64_t keep_updates) {
+  check_file_name(path);
   std::string out = std::string(metrics_csv_header()) + "\n";
   std::ifstream in(path);
   if (in) {
@@ -217,6 +218,7 @@ inline void truncate_metrics_csv(const std::string& path, std::int64_t keep_upda
 }
 
 inline void append_metrics_csv(const std::string& path, const UpdateStats& s) {
+  check_file_name(path);
   std::ofstream f(path, std::ios::app);
   GO_CHECK(f.good(), path, ": cannot open the metrics file for appending");
   f << metrics_csv_row(s) << "\n";
