@@ -73,7 +73,8 @@ std::vector<std::int32_t> int32_vector(const py::handle& h, const char* what) {
   GO_CHECK(a, what, " must be an array of integers");
   GO_CHECK(a.ndim() == 1, what, " must be one-dimensional, got ", a.ndim(), " dimensions");
   const char kind = a.dtype().kind();
-  GO_CHECK(kind == 'i' || kind == 'u' || kind == 'b' || a.size() == 0, what, " must hold integers, got dtype ",
+  // bool is refused (numpy calls it an integer kind): True as device 1 is a mistake more often than not
+  GO_CHECK(kind == 'i' || kind == 'u' || a.size() == 0, what, " must hold integers, got dtype ",
            std::string(py::str(a.dtype())));
   const std::vector<std::int64_t> v = int64_values(a, what, false);
   std::vector<std::int32_t> out(v.size());
@@ -86,18 +87,27 @@ std::vector<std::int32_t> int32_vector(const py::handle& h, const char* what) {
 }
 
 template <class T>
-std::vector<T> number_vector(const py::handle& h, const char* what) {
+std::vector<T> number_vector(const py::handle& h, const char* what, bool nan_allowed = false) {
   py::array a = py::array::ensure(h);
   GO_CHECK(a, what, " must be an array of numbers");
   GO_CHECK(a.ndim() == 1, what, " must be one-dimensional, got ", a.ndim(), " dimensions");
   const char kind = a.dtype().kind();
-  GO_CHECK(kind == 'i' || kind == 'u' || kind == 'f' || kind == 'b' || a.size() == 0, what,
-           " must hold numbers, got dtype ", std::string(py::str(a.dtype())));
+  GO_CHECK(kind == 'i' || kind == 'u' || kind == 'f' || a.size() == 0, what, " must hold numbers, got dtype ",
+           std::string(py::str(a.dtype())));
   if constexpr (std::is_same_v<T, std::int64_t>) {
     return int64_values(a, what, true);
   } else {
-    auto v = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
-    return std::vector<T>(v.data(), v.data() + v.size());
+    // checked in float64 before the cast: numpy would turn 1e300 into an inf float32 with a warning
+    auto v = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+    std::vector<T> out(static_cast<std::size_t>(v.size()));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const double x = v.data()[i];
+      GO_CHECK(std::isfinite(x) || (nan_allowed && std::isnan(x)), what, "[", i, "] = ", x, " is not a finite number");
+      GO_CHECK(std::isnan(x) || std::abs(x) <= static_cast<double>(std::numeric_limits<T>::max()), what, "[", i, "] = ", x,
+               " is outside the range of ", sizeof(T) == 4 ? "float32" : "float64");
+      out[i] = static_cast<T>(x);
+    }
+    return out;
   }
 }
 
@@ -114,7 +124,13 @@ std::vector<std::string> string_list(const py::handle& h, const char* what) {
   std::vector<std::string> out;
   for (const py::handle& x : py::iter(h)) {
     GO_CHECK(py::isinstance<py::str>(x), what, "[", out.size(), "] is not a string");
-    out.push_back(x.cast<std::string>());
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(x.ptr(), &size);
+    if (utf8 == nullptr) {  // a lone surrogate ('\udc80', from os.fsdecode of bytes that are no UTF-8)
+      PyErr_Clear();
+      GO_FAIL(what, "[", out.size(), "] cannot be written as UTF-8 (it holds a lone surrogate)");
+    }
+    out.emplace_back(utf8, static_cast<std::size_t>(size));
   }
   return out;
 }
@@ -149,7 +165,7 @@ go::OpGraph graph_from_arrays(const std::vector<std::string>& kinds, const py::h
     sized((ob = number_vector<std::int64_t>(output_bytes, "output_bytes")).size(), "output_bytes");
   if (!param_bytes.is_none()) sized((pb = number_vector<std::int64_t>(param_bytes, "param_bytes")).size(), "param_bytes");
   if (!temp_bytes.is_none()) sized((tb = number_vector<std::int64_t>(temp_bytes, "temp_bytes")).size(), "temp_bytes");
-  if (!time.is_none()) sized((tm = number_vector<double>(time, "time")).size(), "time");
+  if (!time.is_none()) sized((tm = number_vector<double>(time, "time", /*nan_allowed=*/true)).size(), "time");  // NaN: none
   if (!colocation.is_none()) sized((co = int32_vector(colocation, "colocation")).size(), "colocation");
   if (!names.is_none()) sized((nm = string_list(names, "names")).size(), "names");
   if (!roles.is_none()) sized((rl = string_list(roles, "roles")).size(), "roles");
@@ -223,7 +239,6 @@ go::OpGraph graph_from_arrays(const std::vector<std::string>& kinds, const py::h
     if (!tb.empty()) s.temp_bytes = tb[i];
     // NaN or a negative time: no measured time (the roofline applies)
     if (!tm.empty() && std::isfinite(tm[i]) && tm[i] >= 0) s.time = tm[i];
-    else if (!tm.empty() && std::isinf(tm[i])) GO_FAIL("from_arrays: time[", i, "] is infinite");
     if (!co.empty()) s.colocation = co[i];
     if (tensor_form) {
       s.outputs = std::move(outputs[i]);
@@ -686,6 +701,34 @@ const go::Plan& plan_arg(const py::handle& h, const go::Plan& empty) {
   if (h.is_none()) return empty;
   GO_CHECK(py::isinstance<PyPlan>(h), "plan must be a gopt.Plan or None, got ", std::string(py::str(h.get_type())));
   return h.cast<const PyPlan&>().p;
+}
+
+namespace {
+// The argument as a Python int (numpy integers included; bool and float refused), or an error.
+py::int_ whole_number(const py::handle& h, const char* what) {
+  GO_CHECK(!py::isinstance<py::bool_>(h) && !py::isinstance<py::float_>(h) && PyIndex_Check(h.ptr()), what,
+           " must be an integer, got ", std::string(py::repr(h)), " (", std::string(py::str(h.get_type().attr("__name__"))),
+           ")");
+  return py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr()));
+}
+}  // namespace
+
+std::int64_t int_arg(const py::handle& h, const char* what, std::int64_t lo, std::int64_t hi) {
+  const py::int_ v = whole_number(h, what);
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  GO_CHECK(overflow == 0 && x >= lo && x <= hi, what, " is ", std::string(py::repr(v)), "; it must be ", lo, " to ", hi);
+  return x;
+}
+
+std::uint64_t seed_arg(const py::handle& h, const char* what) {
+  const py::int_ v = whole_number(h, what);
+  const unsigned long long x = PyLong_AsUnsignedLongLong(v.ptr());
+  if (PyErr_Occurred()) {  // negative or past 2**64 - 1
+    PyErr_Clear();
+    GO_FAIL(what, " is ", std::string(py::repr(v)), "; a seed is 0 to 18446744073709551615");
+  }
+  return x;
 }
 
 PyCluster cluster_arg(const py::handle& h) {

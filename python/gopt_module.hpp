@@ -92,6 +92,12 @@ PyCluster cluster_arg(const py::handle& h);
 std::shared_ptr<PyGraph> graph_arg(const py::handle& h, bool training = false);
 // A gopt.Plan's plan, or `empty` for None.
 const go::Plan& plan_arg(const py::handle& h, const go::Plan& empty);
+// A whole-number argument (a Python or numpy integer) in [lo, hi], or a gopt.Error naming `what`:
+// pybind's own conversion answers -1 for an unsigned parameter, or 10**20, with its long
+// "incompatible function arguments" listing.
+std::int64_t int_arg(const py::handle& h, const char* what, std::int64_t lo, std::int64_t hi);
+// A seed: an integer 0 to 2**64 - 1.
+std::uint64_t seed_arg(const py::handle& h, const char* what);
 
 template <class T>
 py::array_t<T> to_array(std::span<const T> v) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -138,11 +139,19 @@ go::rl::TrainConfig config_arg(const py::handle& h) {
 }
 
 PyTrainResult train(const py::object& graphs_arg, const py::object& clusters_arg, const py::object& config,
-                    std::optional<std::int64_t> updates, std::optional<std::uint64_t> seed, bool training,
+                    const py::object& updates_a, const py::object& seed_a, bool training,
                     const py::object& callback, std::optional<std::string> checkpoint, bool resume,
-                    std::optional<std::string> init_policy, std::optional<int> threads, std::optional<std::string> metrics) {
+                    std::optional<std::string> init_policy, const py::object& threads_a,
+                    std::optional<std::string> metrics) {
   GO_CHECK(callback.is_none() || PyCallable_Check(callback.ptr()), "callback must be callable or None");
-  GO_CHECK(!updates || *updates >= 0, "updates must be >= 0, got ", *updates);
+  std::optional<std::int64_t> updates;
+  std::optional<std::uint64_t> seed;
+  std::optional<int> threads;
+  if (!updates_a.is_none())
+    updates = int_arg(updates_a, "gopt.train: updates", 0, std::numeric_limits<std::int64_t>::max());
+  if (!seed_a.is_none()) seed = seed_arg(seed_a, "gopt.train: seed");
+  if (!threads_a.is_none())
+    threads = static_cast<int>(int_arg(threads_a, "gopt.train: threads", 0, std::numeric_limits<int>::max()));
   GO_CHECK(!resume || checkpoint, "resume=True needs checkpoint=<path>");
   const bool resuming = resume && std::filesystem::exists(*checkpoint);
   GO_CHECK(!resuming || config.is_none(), "resume: the run continues with the config of ", *checkpoint,
@@ -205,6 +214,14 @@ PyTrainResult train(const py::object& graphs_arg, const py::object& clusters_arg
         try {
           const py::object r = callback(stats_dict(s));
           if (r.ptr() == Py_False) break;  // False (not a falsy None): stop early
+          if (!r.is_none() && r.ptr() != Py_True) {
+            // 0 or "stop" would otherwise read as "go on" (or as "stop" to someone else)
+            const std::string msg = "gopt.train: callback must return None, True (go on) or False (stop), got " +
+                                    std::string(py::repr(r)) + " (" + std::string(py::str(r.get_type().attr("__name__"))) + ")";
+            PyErr_SetString(PyExc_TypeError, msg.c_str());
+            stopped_by_error = true;
+            break;
+          }
         } catch (py::error_already_set& e) {
           e.restore();
           stopped_by_error = true;
@@ -270,10 +287,20 @@ void bind_optimize(py::module_& m) {
     return d;
   }, "{method name: one-line description}");
 
-  m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, std::uint64_t seed,
-                    std::int64_t budget, const std::string& fusion, const std::string& expert, const std::string& policy,
-                    std::int64_t finetune, bool check_colocation, const std::string& cost, double time_limit,
+  m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, const py::object& seed_a,
+                    const py::object& budget_a, const std::string& fusion, const py::object& expert_a,
+                    const std::string& policy, const py::object& finetune_a, bool check_colocation, const std::string& cost, double time_limit,
                     const std::string& anchor_ties, const std::string& anchor_placements, bool fit_memory) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    const std::uint64_t seed = seed_arg(seed_a, "gopt.place: seed");
+    const std::int64_t budget = int_arg(budget_a, "gopt.place: budget", 0, kMax);
+    // -1 is the default (budget / 128); the go methods say what else is wrong with a negative count
+    const std::int64_t finetune = int_arg(finetune_a, "gopt.place: finetune", std::numeric_limits<std::int64_t>::min(), kMax);
+    GO_CHECK(expert_a.is_none() || py::isinstance<py::str>(expert_a),
+             "gopt.place: expert takes the path of a go-plan file or a dnn-partitioning expert split, got ",
+             std::string(py::str(expert_a.get_type().attr("__name__"))),
+             py::isinstance<PyPlan>(expert_a) ? "; write the plan first: plan.save(path, graph)" : "");
+    const std::string expert = expert_a.is_none() ? std::string() : expert_a.cast<std::string>();
     std::shared_ptr<PyGraph> g = graph_arg(graph);
     const PyCluster c = cluster_arg(cluster);
     go::PlaceOptions o;
@@ -326,7 +353,7 @@ void bind_optimize(py::module_& m) {
      py::arg("fit_memory") = false, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
-budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: human's expert split or go-plan file (also random's and anneal's human start, and the human placement of GO's anchor);
+budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: the path of human's expert split or go-plan file (a gopt.Plan: plan.save(path, graph) first; also random's and anneal's human start, and the human placement of GO's anchor);
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
 of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;
@@ -400,8 +427,8 @@ Trains the GO policy with PPO, as gopt train does. graphs: a gopt.Graph, path or
 cluster: a gopt.Cluster or preset / JSON path, or a list (one task per graph and cluster). config: a
 dict or a JSON file of go/rl/config.hpp's TrainConfig (defaults when None); updates, seed and
 threads override it; training=True expands the graphs into training graphs. callback(stats) runs
-after every update with that update's stats (a dict); returning False stops early, raising stops
-and re-raises. checkpoint: file written at the end (and every config checkpoint_every updates);
+after every update with that update's stats (a dict); returning False stops early, None or True
+goes on, anything else is a TypeError; raising stops and re-raises. checkpoint: file written at the end (and every config checkpoint_every updates);
 resume=True continues from it when it exists. init_policy: start from a pre-trained policy's
 weights. metrics: a CSV of every update. The GIL is released while training.)doc");
 }

@@ -272,6 +272,12 @@ TEST_CASE("gopt calibrate on the L4 profiles: device JSON, cluster JSON, leave-o
   CHECK(bad_csv.code != 0);
   CHECK_THAT(bad_csv.err, Contains(broken));
   CHECK(std::count(bad_csv.err.begin(), bad_csv.err.end(), '\n') == 1);
+  for (const char* option : {"--cluster-out", "--fitted", "--profiles"}) {
+    const auto empty = run_gopt({"calibrate", "--profiles", kL4, "--device", "l4", "--out", t4, option, ""});
+    INFO(option);
+    CHECK(empty.code != 0);
+    CHECK_THAT(empty.err, Contains(std::string(option) + ": must name a file, got an empty string"));
+  }
   for (const auto& p : {out, cl, t4, broken}) fs::remove(p);
 }
 

@@ -442,6 +442,66 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
                                                     "activation_size=-4.0, parameter_size=0.000\n"),
                        "negative");
   }
+  SECTION("byte counts that would overflow a sum") {
+    // 3 x 4e18 fits no int64 sum: the graph is refused at the op that crosses the total, so that no
+    // report (parameters, a device's peak memory) can come out negative
+    require_load_error(dir.write("huge_total.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "name": "a", "param_bytes": 1000000000000000}, {"id": 1, "name": "b", "param_bytes": 1000000000000000},
+        {"id": 2, "name": "c", "params": [{"name": "w", "bytes": 1125899906842624}]},
+        )" + [] {
+                         std::string more;
+                         for (int i = 3; i < 70; ++i)
+                           more += R"({"id": )" + std::to_string(i) + R"(, "temp_bytes": 1125899906842624},)";
+                         return more;
+                       }() + R"({"id": 70} ]})"),
+                       "add up to more than 72057594037927936 B");
+    require_load_error(dir.write("huge_param.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "name": "big", "param_bytes": 4000000000000000000} ]})"),
+                       "'big' (id 0) has param_bytes 4000000000000000000, more than the 1125899906842624 B");
+    require_load_error(dir.write("huge_output.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "name": "big", "outputs": [{"shape": [1125899906842624, 2], "dtype": "f32"}]} ]})"),
+                       "too large to count its bytes");
+    // at the limits: one field of exactly 2^50, and the builder's per-op sum of parameters
+    const go::OpGraph g = go::load_graph(dir.write("at_limit.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "params": [{"name": "w", "bytes": 1125899906842624}, {"name": "v", "bytes": 1125899906842624}]} ]})"));
+    CHECK(g.op(0).param_bytes == 2 * go::kMaxBytes);
+    CHECK(go::graph_stats(g).param_bytes == 2 * go::kMaxBytes);
+  }
+  SECTION("unknown and repeated keys") {
+    // a misspelled key is an error, not an absent field read as its default
+    require_load_error(dir.write("input.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "name": "a"}, {"id": 1, "name": "b", "input": [0]} ]})"),
+                       "op 'b' (id 1): unknown key \"input\" (known: id, name, kind, role, flops,");
+    require_load_error(dir.write("flop.json", R"({"format": "go-graph", "ops": [ {"id": 0, "flop": 5} ]})"),
+                       "unknown key \"flop\"");
+    require_load_error(dir.write("top.json", R"({"format": "go-graph", "op": [], "ops": []})"), "unknown key \"op\"");
+    require_load_error(dir.write("out.json", R"({"format": "go-graph", "ops": [ {"id": 0, "outputs": [{"byte": 4}]} ]})"),
+                       "an output: unknown key \"byte\" (known: shape, dtype, bytes)");
+    require_load_error(dir.write("param.json", R"({"format": "go-graph", "ops": [ {"id": 0, "params": [{"size": 4}]} ]})"),
+                       "a parameter: unknown key \"size\" (known: name, bytes)");
+    // JSON readers disagree on which of two equal keys counts: refused, wherever the object is
+    require_load_error(dir.write("dup_top.json", R"({"format": "go-graph", "ops": [], "ops": [ {"id": 0} ]})"),
+                       "the key \"ops\" appears twice in one object");
+    require_load_error(dir.write("dup_op.json", R"({"format": "go-graph", "ops": [ {"id": 0, "flops": 1, "flops": 2} ]})"),
+                       "the key \"flops\" appears twice");
+    require_load_error(dir.write("dup_dnn.json", R"({"maxSizePerFPGA": 1000, "maxFPGAs": 2, "maxCPUs": 1,
+        "nodes": [{"id": 1, "name": "a", "fpgaLatency": 1, "fpgaLatency": 2, "size": 0}], "edges": []})"),
+                       "the key \"fpgaLatency\" appears twice");
+    // the same key in two objects, and in nested objects, is fine
+    const go::OpGraph g = go::load_graph(dir.write("ok.json", R"({"format": "go-graph", "name": "n", "ops": [
+        {"id": 0, "name": "a", "outputs": [{"bytes": 4}]}, {"id": 1, "name": "b", "inputs": [0], "outputs": [{"bytes": 4}]} ]})"));
+    CHECK(g.num_ops() == 2);
+    CHECK(g.num_edges() == 1);
+  }
+  SECTION("output bytes that contradict the shape") {
+    require_load_error(dir.write("bytes_shape.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "name": "x", "outputs": [{"shape": [2, 3], "dtype": "f32", "bytes": 25}]} ]})"),
+                       "output 0 has \"bytes\" 25 but its shape and dtype f32 hold 24 bytes");
+    const go::OpGraph g = go::load_graph(dir.write("bytes_agree.json", R"({"format": "go-graph", "ops": [
+        {"id": 0, "outputs": [{"shape": [2, 3], "dtype": "f16", "bytes": 12}, {"shape": null, "bytes": 25}]} ]})"));
+    CHECK(g.tensor(g.op(0).first_output).bytes == 12);
+    CHECK(g.tensor(g.op(0).first_output + 1).bytes == 25);
+  }
   SECTION("duplicate ids") {
     require_load_error(dir.write("dup.json", R"({"format": "go-graph", "ops": [
         {"id": 3, "name": "one"}, {"id": 3, "name": "two"} ]})"),

@@ -65,6 +65,14 @@ TEST_CASE("gopt info: --training and the text summary", "[graph][cli]") {
   CHECK(jt["nodes"].get<int>() > 2 * jf["nodes"].get<int>());
   CHECK(jt["flops"].get<double>() > 2.5 * jf["flops"].get<double>());
   CHECK(jt["roles"]["update"] == go::load_graph(kModels + "resnet18.onnx").num_params());
+  // momentum: one state tensor per weight, so the training graph's parameters are the weights twice,
+  // and the report says which part is which
+  CHECK(jf["optimizer_state_bytes"] == 0);
+  CHECK(jt["optimizer_state_bytes"] == jf["param_bytes"]);
+  CHECK(jt["param_bytes"] == 2 * jf["param_bytes"].get<std::int64_t>());
+  const Result tt = run_gopt({"info", kModels + "resnet18.onnx", "--training"});
+  REQUIRE(tt.code == 0);
+  CHECK_THAT(tt.out, Contains("(weights ") && Contains(", optimizer state "));
   const Result text = run_gopt({"info", std::string(GO_DATA_DIR) + "/real-data/msr-fiddle-pipedream/gnmt/graph.txt"});
   REQUIRE(text.code == 0);
   CHECK_THAT(text.out, Contains("nodes") && Contains("critical path") && Contains("op kinds") && Contains("rnn"));

@@ -127,7 +127,7 @@ TEST_CASE("PolicyConfig: JSON round trip, defaults, errors naming the key", "[po
   CHECK_THROWS_WITH(PolicyConfig::parse(R"({"hiden": 64})"), Catch::Contains("unknown key \"hiden\""));
   CHECK_THROWS_WITH(PolicyConfig::parse(R"({"hidden": 30, "heads": 4})"), Catch::Contains("\"heads\" 4 must divide"));
   CHECK_THROWS_WITH(PolicyConfig::parse(R"({"causal": 1})"), Catch::Contains("\"causal\" must be true or false"));
-  CHECK_THROWS_WITH(PolicyConfig::parse("{"), Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(PolicyConfig::parse("{"), Catch::Contains("invalid JSON"));
 }
 
 TEST_CASE("GoPolicy: output shapes for 1 to max_devices devices, sampling and greedy decoding", "[policy]") {

@@ -612,6 +612,12 @@ TEST_CASE("expert split errors name the file and the node", "[sim]") {
                     "z.json: the plan is for 3 ops but the graph has 2");
   CHECK_THROWS_WITH(go::plan_from_json(json::parse(R"({"device": [0, 0], "fusion": [0, 5]})"), g, "z.json"),
                     "z.json: fusion[1] is 5 (valid: -1, or 0 to 1)");
+  // "devices" for "device" would otherwise simulate everything on device 0 and call the plan valid
+  CHECK_THROWS_WITH(go::plan_from_json(json::parse(R"({"format": "go-plan", "devices": [1, 1]})"), g, "z.json"),
+                    "z.json: unknown key \"devices\" (known: format, version, graph, num_ops, device, device_ops, "
+                    "priority, fusion)");
+  CHECK_THROWS_WITH(go::parse_plan(R"({"device": [0, 1], "device": [1, 1]})", g, "z.json"),
+                    "z.json: the key \"device\" appears twice in one object; keep one of them");
 }
 
 TEST_CASE("plans round-trip through JSON files", "[sim]") {
@@ -702,6 +708,30 @@ TEST_CASE("cluster presets, JSON and validation", "[sim]") {
   CHECK_THROWS_WITH(go::parse_cluster("{\"devices\": [{}], \"links\": {\"bandwidth\": 1e9}, \"channels\": \"x\"}", "m.json"),
                     "m.json: \"channels\" is 'x', expected duplex, shared or sender");
   CHECK_THROWS_WITH(go::parse_cluster("{", "m.json"), Catch::StartsWith("m.json: invalid JSON:"));
+  // a misspelled key would silently leave the preset's value in place: refused, naming the object
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"devices": {"count": 2, "memory_byte": 1}, "links": {"bandwidth": 1e9}})",
+            "m.json: devices: unknown key \"memory_byte\" (known: name, count, type,"},
+           {R"({"devices": {"count": 2}, "links": {"bandwith": 1e9}})", "m.json: links: unknown key \"bandwith\""},
+           {R"({"devices": {"count": 2}, "chanels": "shared", "links": {"bandwidth": 1e9}})",
+            "m.json: unknown key \"chanels\" (known: format, version, name, devices, channels, links, calibration)"},
+           {R"({"devices": [{"name": "a"}, {"name": "b", "peak_flop": 1}], "links": {"bandwidth": 1e9}})",
+            "m.json: device 1: unknown key \"peak_flop\""},
+           {R"({"devices": {"count": 4}, "links": {"topology": "groups", "group_size": 2,
+                "intra": {"bandwidth": 1e9, "latency": 0}, "inter": {"bandwidht": 1e9, "latency": 0}}})",
+            "m.json: links: inter: unknown key \"bandwidht\""},
+           {R"({"devices": [{"count": 2}], "links": {"bandwidth": 1e9}})", "not to a device of a list"},
+           {R"({"devices": {"count": 2, "name": "g"}, "links": {"bandwidth": 1e9}})", "names one device of a list"},
+           {R"({"devices": {"count": 2}, "links": {"bandwidth": 1e9, "bandwidth": 2e9}})",
+            "m.json: the key \"bandwidth\" appears twice in one object"},
+           {R"({"devices": [{"name": "a"}, {"name": "b"}, {"name": "a"}], "links": {"bandwidth": 1e9}})",
+            "devices 0 and 2 are both named 'a'; device names must differ"}}) {
+    INFO(text);
+    CHECK_THROWS_WITH(go::parse_cluster(text, "m.json"), Catch::StartsWith("m.json: ") && Catch::Contains(says));
+  }
+  // the same devices with distinct names are fine
+  CHECK(go::parse_cluster(R"({"devices": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "links": {"bandwidth": 1e9}})", "m.json")
+            .num_devices() == 3);
 }
 
 TEST_CASE("heterogeneous devices use their own op costs", "[sim]") {

@@ -174,6 +174,10 @@ TEST_CASE("gopt train: a checkpoint whose metadata was edited, configs out of ra
   const auto neg = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--stop-after", "-5", "--out", ck});
   CHECK(neg.code != 0);
   CHECK_THAT(neg.err, Contains("--stop-after: must be a whole number >= 0, got -5"));
+  // an empty --plan-out is refused, not read as "no plan wanted"
+  const auto empty = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--plan-out", "", "--out", ck});
+  CHECK(empty.code != 0);
+  CHECK_THAT(empty.err, Contains("--plan-out: must name a file, got an empty string"));
   for (const auto& p : {cfg, ck, ck + ".csv", edited, edited + ".csv", bad, la, lb}) fs::remove(p);
 }
 

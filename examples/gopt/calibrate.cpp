@@ -185,11 +185,11 @@ void add_calibrate_command(CLI::App& app) {
       "calibrate", "Fit a device's roofline (launch overhead, efficiencies per op kind) to measured profiles; write go-cluster JSON");
   cmd->add_option("--profiles", opts->profiles,
                   "profiles with measured op times (NeuSight CSVs, PipeDream, ...) or folders of .csv files; a NeuSight "
-                  "label/<GPU>/ folder names the profile's device, other files are --device's");
-  cmd->add_option("--fitted", opts->fitted, "devices fitted earlier (the --out of gopt calibrate) to pool for a device without profiles");
+                  "label/<GPU>/ folder names the profile's device, other files are --device's")->check(path_given());
+  cmd->add_option("--fitted", opts->fitted, "devices fitted earlier (the --out of gopt calibrate) to pool for a device without profiles")->check(path_given());
   cmd->add_option("--device", opts->device, "the device preset to calibrate (" + devices + ")")->required();
   cmd->add_option("--out", opts->out, "write the calibrated device as a one-device go-cluster JSON")->check(path_given())->required();
-  cmd->add_option("--cluster-out", opts->cluster_out, "also write the <device>x<count> preset cluster with calibrated devices");
+  cmd->add_option("--cluster-out", opts->cluster_out, "also write the <device>x<count> preset cluster with calibrated devices")->check(path_given());
   cmd->add_option("--count", opts->count, "devices in --cluster-out, 1 to " + std::to_string(go::kMaxPresetDevices) + " (default 1)")
       ->check(count_at_least(1));
   cmd->add_flag("--leave-out", opts->leave_out,

@@ -58,7 +58,11 @@ void run_info(const InfoOptions& o) {
   const go::GraphStats s = go::graph_stats(g, dev);
   const go::GraphInfo& info = g.info();
   int roles[3] = {0, 0, 0};
-  for (const go::Op& op : g.ops()) ++roles[static_cast<int>(op.role)];
+  std::int64_t state_bytes = 0;  // a training graph's optimizer state: the parameters of its update ops
+  for (const go::Op& op : g.ops()) {
+    ++roles[static_cast<int>(op.role)];
+    if (op.role == go::OpRole::update) state_bytes += op.param_bytes;
+  }
   if (o.json) {
     nlohmann::json j;
     j["graph"] = o.graph;
@@ -71,6 +75,7 @@ void run_info(const InfoOptions& o) {
     j["flops"] = s.flops;
     j["param_bytes"] = s.param_bytes;
     j["params"] = g.num_params();
+    j["optimizer_state_bytes"] = state_bytes;
     j["activation_bytes"] = s.activation_bytes;
     j["temp_bytes"] = s.temp_bytes;
     j["measured_ops"] = s.measured_ops;
@@ -99,7 +104,11 @@ void run_info(const InfoOptions& o) {
   std::printf("flops          %s", human_flops(s.flops).c_str());
   if (info.batch > 0) std::printf(" (%s per item at batch %lld)", human_flops(s.flops / static_cast<double>(info.batch)).c_str(),
                                   static_cast<long long>(info.batch));
-  std::printf("\nparameters     %s in %d tensors\n", gopt::human_bytes(static_cast<double>(s.param_bytes)).c_str(), g.num_params());
+  std::printf("\nparameters     %s in %d tensors", gopt::human_bytes(static_cast<double>(s.param_bytes)).c_str(), g.num_params());
+  if (state_bytes > 0)
+    std::printf(" (weights %s, optimizer state %s)", gopt::human_bytes(static_cast<double>(s.param_bytes - state_bytes)).c_str(),
+                gopt::human_bytes(static_cast<double>(state_bytes)).c_str());
+  std::printf("\n");
   std::printf("activations    %s\n", gopt::human_bytes(static_cast<double>(s.activation_bytes)).c_str());
   if (s.temp_bytes > 0) std::printf("temporary      %s\n", gopt::human_bytes(static_cast<double>(s.temp_bytes)).c_str());
   std::printf("measured times %d of %d ops\n", s.measured_ops, s.nodes);

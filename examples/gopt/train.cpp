@@ -233,7 +233,7 @@ void add_train_command(CLI::App& app) {
                   "policies/go-zoo-v100x248.ckpt); its network replaces the config's \"policy\"; a run that "
                   "--resume continues keeps its checkpoint's weights")->check(path_given());
   cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)")->check(path_given());
-  cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON");
+  cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON")->check(path_given());
   cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");
   cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")")->check(count_at_least());
   cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)")

@@ -190,7 +190,12 @@ class Graphs(unittest.TestCase):
             (dict(ok, temp_bytes=np.array([0, 2**64 - 1], dtype=np.uint64)), "temp_bytes\\[1\\] = 18446744073709551615 does not fit in int64"),
             (dict(kinds=["input", "relu"], edges=np.array([[2**64 - 1, 1]], dtype=np.uint64)), "edges\\[0\\] = 18446744073709551615 does not fit"),
             (dict(ok, roles=["forward", "sideways"]), "roles\\[1\\]"),
-            (dict(ok, time=[0.0, float("inf")]), "infinite"),
+            (dict(ok, time=[0.0, float("inf")]), "time\\[1\\] = inf is not a finite number"),
+            (dict(ok, param_bytes=[True, False]), "param_bytes must hold numbers, got dtype bool"),
+            (dict(ok, names=["a", "b\udc80"]), "names\\[1\\] cannot be written as UTF-8 \\(it holds a lone surrogate\\)"),
+            # sums of byte counts must fit int64: a graph's total is bounded
+            (dict(ok, param_bytes=[4 * 10**18, 4 * 10**18]), "param_bytes 4000000000000000000, more than"),
+            (dict(ok, param_bytes=[2**50, 0], temp_bytes=[2**50, 2**50], output_bytes=[2**50, 2**50]), None),
             (dict(ok, names=["a"]), "names has 1 entries"),
             (dict(ok, tensor_producer=[0, 1]), "together"),
             (dict(ok, output_bytes=[1, 1], tensor_producer=[0, 1], tensor_bytes=[1, 1], edge_tensors=[0]), "not both"),
@@ -202,6 +207,9 @@ class Graphs(unittest.TestCase):
         ]
         for kwargs, message in bad:
             with self.subTest(kwargs=kwargs):
+                if message is None:  # at the limits: taken
+                    gopt.Graph.from_arrays(**kwargs)
+                    continue
                 with self.assertRaisesRegex(gopt.Error, message):
                     gopt.Graph.from_arrays(**kwargs)
 
@@ -295,6 +303,16 @@ class Plans(unittest.TestCase):
             gopt.Plan(fusion=[1 << 40])
         with self.assertRaisesRegex(gopt.Error, "priority must hold numbers"):
             gopt.Plan(priority=["high"])
+        # a plan that could not be written (NaN is no JSON number) or would turn into inf
+        with self.assertRaisesRegex(gopt.Error, "priority\\[1\\] = nan is not a finite number"):
+            gopt.Plan(priority=[0.0, float("nan")])
+        with self.assertRaisesRegex(gopt.Error, "priority\\[0\\] = 1e\\+300 is outside the range of float32"):
+            gopt.Plan(priority=[1e300])
+        # bool is no device index
+        with self.assertRaisesRegex(gopt.Error, "device must hold integers, got dtype bool"):
+            gopt.Plan(device=np.array([True, False]))
+        p = gopt.Plan(priority=[3.4e38, -1.5])
+        self.assertEqual(p.priority.tolist(), [np.float32(3.4e38), -1.5])
 
     def test_json_and_files(self):
         g = chain()
@@ -646,8 +664,24 @@ class Place(unittest.TestCase):
         # -1 is the documented default (budget / 128 updates); other negative counts are errors
         with self.assertRaisesRegex(gopt.Error, "finetune must be >= 0 updates \\(or -1: the budget / 128\\), got -7"):
             gopt.place(g, "v100x2", "go", finetune=-7)
-        with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got -5"):
-            gopt.place(g, "v100x2", "go", budget=-5)
+        with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got 0"):
+            gopt.place(g, "v100x2", "go", budget=0)
+        # integers out of range or of the wrong type: one line naming the argument, not pybind's listing
+        for kwargs, message in [
+                (dict(budget=-5), "gopt.place: budget is -5; it must be 0 to 9223372036854775807"),
+                (dict(budget=10**20), "gopt.place: budget is 100000000000000000000; it must be 0 to"),
+                (dict(budget=2.5), "gopt.place: budget must be an integer, got 2.5 \\(float\\)"),
+                (dict(budget=True), "gopt.place: budget must be an integer, got True \\(bool\\)"),
+                (dict(seed=-1), "gopt.place: seed is -1; a seed is 0 to 18446744073709551615"),
+                (dict(seed=2**64), "gopt.place: seed is 18446744073709551616; a seed is 0 to"),
+                (dict(finetune="3"), "gopt.place: finetune must be an integer, got '3' \\(str\\)"),
+                (dict(expert=gopt.Plan(device=[0, 0, 0])),
+                 "expert takes the path of a go-plan file .* got Plan; write the plan first: plan.save\\(path, graph\\)")]:
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaisesRegex(gopt.Error, message):
+                    gopt.place(g, "v100x2", "random", **kwargs)
+        # numpy integers are integers; the largest seed is a seed
+        self.assertEqual(gopt.place(g, "v100x2", "random", seed=np.uint64(2**64 - 1), budget=np.int32(3)).valid, True)
         with self.assertWarnsRegex(UserWarning, "budget is not used by go-zero-shot"):  # zero-shot takes no budget
             self.assertTrue(gopt.place(g, "v100x2", "go-zero-shot", budget=0).valid)
 
@@ -729,6 +763,21 @@ class Train(unittest.TestCase):
             gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, resume=True)
         with self.assertRaisesRegex(gopt.Error, "no graphs"):
             gopt.train([], "v100x2", TINY_CONFIG)
+        with self.assertRaisesRegex(gopt.Error, "gopt.train: seed is -1; a seed is 0 to"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, seed=-1)
+        with self.assertRaisesRegex(gopt.Error, "gopt.train: updates is -2; it must be 0 to"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, updates=-2)
+        with self.assertRaisesRegex(gopt.Error, "gopt.train: threads must be an integer, got 1.5"):
+            gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, threads=1.5)
+
+    def test_callback_must_answer_yes_or_no(self):
+        # 0 or "stop" read as neither: a TypeError at the first update, as a callback that raises
+        with tempfile.TemporaryDirectory() as d:
+            ckpt = os.path.join(d, "run.ckpt")
+            with self.assertRaisesRegex(TypeError, "callback must return None, True \\(go on\\) or False \\(stop\\), got 0 \\(int\\)"):
+                gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: 0, checkpoint=ckpt)
+            self.assertTrue(os.path.isfile(ckpt))
+        self.assertEqual(gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: True).updates_done, 2)
 
 
 def anchor_placements(more=""):

@@ -29,6 +29,19 @@ OpGraph GraphBuilder::build() {
     return detail::op_label(specs[i].name, specs[i].id >= 0 ? specs[i].id : static_cast<std::int64_t>(i));
   };
 
+  // Byte fields are bounded one by one and in total (kMaxBytes, kMaxGraphBytes) so that no sum over
+  // the graph can overflow; each addition is at most 2^50, the total at most 2^56 before it.
+  std::int64_t graph_bytes = 0;
+  auto check_bytes = [&](std::int64_t v, std::size_t i, const char* what, bool counted) {
+    GO_CHECK(v >= 0, at, lab(i), " has negative ", what, " ", v);
+    GO_CHECK(v <= kMaxBytes, at, lab(i), " has ", what, " ", v, ", more than the ", kMaxBytes,
+             " B (1 PiB) one tensor may hold");
+    if (!counted) return;
+    graph_bytes += v;
+    GO_CHECK(graph_bytes <= kMaxGraphBytes, at, "the graph's parameters, outputs and scratch add up to more than ",
+             kMaxGraphBytes, " B (64 PiB) at ", lab(i), "; byte counts this large cannot be simulated");
+  };
+
   // ---- ids -> dense indices ----
   bool identity_ids = true;
   for (std::size_t i = 0; i < n; ++i)
@@ -73,8 +86,8 @@ OpGraph GraphBuilder::build() {
     o.source_id = s.id >= 0 ? s.id : static_cast<std::int64_t>(i);
     GO_CHECK(std::isfinite(s.flops) && s.flops >= 0 && s.flops <= kMaxOpFlops, at, lab(i),
              " has negative or invalid flops ", s.flops, " (at most ", kMaxOpFlops, ")");
-    GO_CHECK(s.param_bytes >= 0, at, lab(i), " has negative param_bytes ", s.param_bytes);
-    GO_CHECK(s.temp_bytes >= 0, at, lab(i), " has negative temp_bytes ", s.temp_bytes);
+    check_bytes(s.param_bytes, i, "param_bytes", s.params.empty());
+    check_bytes(s.temp_bytes, i, "temp_bytes", true);
     GO_CHECK(s.time == kNoTime || (std::isfinite(s.time) && s.time >= 0 && s.time <= kMaxOpSeconds), at, lab(i),
              " has negative or invalid time ", s.time, " s (at most ", kMaxOpSeconds, ")");
     GO_CHECK(s.backward_time == kNoTime ||
@@ -104,10 +117,13 @@ OpGraph GraphBuilder::build() {
       }
       if (ts.bytes) {
         GO_CHECK(*ts.bytes >= 0, at, lab(i), " output ", k, " has negative size ", *ts.bytes, " bytes");
+        check_bytes(*ts.bytes, i, "output bytes", true);
         t.bytes = *ts.bytes;
       } else if (ts.shape_known) {
         auto b = detail::checked_bytes(ts.shape, elem_size(ts.dtype));
-        GO_CHECK(b.has_value(), at, lab(i), " output ", k, " is too large to count its bytes");
+        GO_CHECK(b.has_value() && *b <= kMaxBytes, at, lab(i), " output ", k, " is too large to count its bytes (",
+                 "more than ", kMaxBytes, " B)");
+        check_bytes(*b, i, "output bytes", true);
         t.bytes = *b;
       }
       out_bytes += t.bytes;
@@ -122,6 +138,7 @@ OpGraph GraphBuilder::build() {
     } else {
       for (auto& p : s.params) {
         GO_CHECK(p.bytes >= 0, at, lab(i), " has parameter '", p.name, "' of negative size ", p.bytes);
+        check_bytes(p.bytes, i, "parameter bytes", true);
         GO_CHECK(detail::valid_utf8(p.name), at, lab(i), " has a parameter whose name is not valid UTF-8");
         pb += p.bytes;
         g.params_.push_back(ParamInfo{std::move(p.name), p.bytes, static_cast<OpId>(i)});

@@ -15,6 +15,7 @@
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/core/json_field.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
 #include "go/sim/cluster.hpp"
@@ -61,19 +62,17 @@ struct SimJson {
   }
 };
 
-nlohmann::json sim_parse_json(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const nlohmann::json::exception& e) {
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
-    GO_FAIL(source, ": invalid JSON: ", msg);
-  }
-}
-
-DeviceSpec sim_device_from_json(const nlohmann::json& j, const SimJson& r, const std::string& ctx) {
+// `in_list`: one device of a "devices" array (it has a "name"), else the {"count": n, ...} form.
+DeviceSpec sim_device_from_json(const nlohmann::json& j, const SimJson& r, const std::string& ctx, bool in_list) {
   if (!j.is_object()) r.fail(ctx, "must be an object");
+  check_known_keys(j,
+                   {"name", "count", "type", "peak_flops", "mem_bandwidth", "launch_overhead", "memory_bytes",
+                    "bandwidth_efficiency", "compute_efficiency", "memory_efficiency"},
+                   r.at + ctx);
+  if (in_list && j.contains("count"))
+    r.fail(ctx, "\"count\" belongs to the form \"devices\": {\"count\": n, ...}, not to a device of a list");
+  if (!in_list && j.contains("name"))
+    r.fail(ctx, "\"name\" names one device of a list; the form {\"count\": n, ...} names its devices gpu0, gpu1, ...");
   const std::string type = r.string(j, "type", ctx, "v100");
   DeviceSpec s;
   try {
@@ -166,6 +165,8 @@ std::vector<std::int64_t> sim_id_list(const nlohmann::json& j, const SimJson& r,
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
   SimJson r{source + ": "};
   if (!j.is_object()) r.fail("", "a cluster must be a JSON object");
+  // "calibration": the record gopt calibrate writes beside a fitted device, for the reader of the file
+  check_known_keys(j, {"format", "version", "name", "devices", "channels", "links", "calibration"}, r.at);
   const std::string fmt = r.string(j, "format", "", "go-cluster");
   if (fmt != "go-cluster") r.fail("", "\"format\" is '" + fmt + "', expected 'go-cluster'");
   const std::int64_t version = r.integer(j, "version", "", 1);
@@ -177,7 +178,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
   if (dit->is_object()) {
     const std::int64_t count = r.integer(*dit, "count", "devices: ", 0);
     if (count < 1 || count > 4096) r.fail("devices: ", "\"count\" must be in [1, 4096], got " + std::to_string(count));
-    const DeviceSpec s = sim_device_from_json(*dit, r, "devices: ");
+    const DeviceSpec s = sim_device_from_json(*dit, r, "devices: ", false);
     detail::sim_name_devices(c, s, static_cast<std::int32_t>(count));
   } else if (dit->is_array()) {
     if (dit->empty()) r.fail("", "\"devices\" is empty");
@@ -185,7 +186,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
     for (std::size_t i = 0; i < dit->size(); ++i) {
       const std::string ctx = "device " + std::to_string(i) + ": ";
       ClusterDevice d;
-      d.spec = sim_device_from_json((*dit)[i], r, ctx);
+      d.spec = sim_device_from_json((*dit)[i], r, ctx, true);
       d.name = r.string((*dit)[i], "name", ctx, "gpu" + std::to_string(i));
       c.devices.push_back(std::move(d));
     }
@@ -201,6 +202,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
   auto lit = j.find("links");
   if (lit == j.end() || !lit->is_object()) r.fail("", "missing \"links\" object");
   const nlohmann::json& L = *lit;
+  check_known_keys(L, {"topology", "bandwidth", "latency", "group_size", "intra", "inter"}, r.at + "links: ");
   const std::string topo = r.string(L, "topology", "links: ", "");
   if (topo.empty()) {
     auto bw = L.find("bandwidth"), lat = L.find("latency");
@@ -214,6 +216,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& source) {
     auto intra = L.find("intra"), inter = L.find("inter");
     if (intra == L.end() || !intra->is_object() || inter == L.end() || !inter->is_object())
       r.fail("links: ", "topology 'groups' needs \"intra\" and \"inter\" objects with bandwidth and latency");
+    check_known_keys(*intra, {"bandwidth", "latency"}, r.at + "links: intra: ");
+    check_known_keys(*inter, {"bandwidth", "latency"}, r.at + "links: inter: ");
     const double ib = r.number(*intra, "bandwidth", "links: intra: ", 0), il = r.number(*intra, "latency", "links: intra: ", 0);
     const double xb = r.number(*inter, "bandwidth", "links: inter: ", 0), xl = r.number(*inter, "latency", "links: inter: ", 0);
     Cluster g = Cluster::grouped(c.name, c.devices[0].spec, static_cast<std::int32_t>(n), static_cast<std::int32_t>(gs),
@@ -284,7 +288,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
 }
 
 Cluster parse_cluster(std::string_view text, const std::string& source) {
-  return cluster_from_json(sim_parse_json(text, source), source);
+  return cluster_from_json(parse_json_document(text, source, /*comments=*/true), source);
 }
 
 void save_cluster(const Cluster& c, const std::string& path) {
@@ -334,6 +338,7 @@ Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string
   SimJson r{source + ": "};
   if (!j.is_object()) r.fail("", "a plan must be a JSON object");
   if (j.contains("fpgas")) return plan_from_expert_split(j, g, source);
+  check_known_keys(j, {"format", "version", "graph", "num_ops", "device", "device_ops", "priority", "fusion"}, r.at);
   const std::string fmt = r.string(j, "format", "", "go-plan");
   if (fmt != "go-plan") r.fail("", "\"format\" is '" + fmt + "', expected 'go-plan'");
   const std::int64_t version = r.integer(j, "version", "", 1);
@@ -387,7 +392,7 @@ Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string
 }
 
 Plan parse_plan(std::string_view text, const OpGraph& g, const std::string& source) {
-  return plan_from_json(sim_parse_json(text, source), g, source);
+  return plan_from_json(parse_json_document(text, source, /*comments=*/true), g, source);
 }
 
 void save_plan(const Plan& p, const OpGraph& g, const std::string& path) {

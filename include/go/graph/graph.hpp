@@ -36,6 +36,11 @@ inline constexpr double kNoTime = -1.0;
 // (critical paths, ranks, step times) stay finite; go::Cluster bounds the rates the same way.
 inline constexpr double kMaxOpSeconds = 86400.0;
 inline constexpr double kMaxOpFlops = 1e30;
+// Byte counts: one field (a parameter, an output, an op's scratch) at most 2^50 B (1 PiB), all of a
+// graph's bytes together at most 2^56 B, so that every sum the simulator and the reports form
+// (per-device peaks, optimizer state on top of the weights, totals) stays far inside int64.
+inline constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+inline constexpr std::int64_t kMaxGraphBytes = std::int64_t{1} << 56;
 
 // The most ops of a graph generated from a few numbers (a zoo workload's sizes, the layer count of
 // a NeuSight profile): larger ones are errors before they are built. The paper's largest training
@@ -361,14 +366,17 @@ inline void OpGraph::validate() const {
     GO_CHECK(o.id == id, at, label(id), " is stored at index ", i);
     GO_CHECK(std::isfinite(o.flops) && o.flops >= 0 && o.flops <= kMaxOpFlops, at, label(id),
              " has negative or invalid flops ", o.flops, " (at most ", kMaxOpFlops, ")");
-    GO_CHECK(o.param_bytes >= 0, at, label(id), " has negative param_bytes ", o.param_bytes);
-    GO_CHECK(o.temp_bytes >= 0, at, label(id), " has negative temp_bytes ", o.temp_bytes);
+    GO_CHECK(o.param_bytes >= 0 && o.param_bytes <= kMaxGraphBytes, at, label(id), " has negative or invalid param_bytes ",
+             o.param_bytes);
+    GO_CHECK(o.temp_bytes >= 0 && o.temp_bytes <= kMaxBytes, at, label(id), " has negative or invalid temp_bytes ",
+             o.temp_bytes);
     GO_CHECK(o.time == kNoTime || (o.time >= 0 && o.time <= kMaxOpSeconds), at, label(id), " has negative or invalid time ",
              o.time, " (at most ", kMaxOpSeconds, " s)");
     GO_CHECK(o.first_output >= 0 && o.num_outputs >= 0 &&
                  static_cast<std::size_t>(o.first_output) + static_cast<std::size_t>(o.num_outputs) <= tensors_.size(),
              at, label(id), " has outputs out of range");
-    for (const auto& t : outputs(id)) GO_CHECK(t.bytes >= 0, at, label(id), " has an output of negative size ", t.bytes);
+    for (const auto& t : outputs(id))
+      GO_CHECK(t.bytes >= 0 && t.bytes <= kMaxBytes, at, label(id), " has an output of negative or invalid size ", t.bytes);
     for (auto e = out_offsets_[i]; e < out_offsets_[i + 1]; ++e) {
       const OpId w = out_ops_[static_cast<std::size_t>(e)];
       GO_CHECK(w >= 0 && static_cast<std::size_t>(w) < n, at, label(id), " has an edge to unknown op index ", w);

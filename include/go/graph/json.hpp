@@ -1,6 +1,8 @@
 #pragma once
 // The go graph JSON format ("go-graph", version 1): save_json(graph, path) then load_json(path)
 // gives the same graph. `//` and `/* */` comments are allowed, so an example can annotate itself.
+// Keys outside the ones below are errors (a misspelled "input" must not read as "no inputs"), as
+// are keys given twice in one object and output "bytes" that contradict a given shape.
 //
 // {
 //   "format": "go-graph", "version": 1,          // required: identifies the format
@@ -34,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "go/core/error.hpp"
+#include "go/core/json_field.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/io.hpp"
 #include "go/graph/op_kind.hpp"
@@ -170,12 +173,7 @@ struct JsonReader {
 };
 
 inline nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
-                                 /*ignore_comments=*/true);
-  } catch (const nlohmann::json::exception& e) {
-    GO_FAIL(source, ": invalid JSON: ", e.what());
-  }
+  return parse_json_document(text, source, /*comments=*/true);
 }
 
 }  // namespace detail
@@ -185,6 +183,8 @@ inline OpGraph graph_from_json(const nlohmann::json& j, const std::string& sourc
   const std::string at = source + ": ";
   detail::JsonReader r{at};
   GO_CHECK(j.is_object(), at, "a go-graph document must be a JSON object");
+  check_known_keys(j, {"format", "version", "name", "batch", "num_devices", "device_memory", "num_cpus", "training", "ops"},
+                   at);
   const std::string format = r.string(j, "format", "", "");
   GO_CHECK(format == "go-graph", at, "not a go-graph document (\"format\" is '", format, "', expected 'go-graph')");
   const std::int64_t version = r.integer(j, "version", "", 1);
@@ -213,6 +213,10 @@ inline OpGraph graph_from_json(const nlohmann::json& j, const std::string& sourc
     if (s.id < 0) r.fail(ctx, "negative id " + std::to_string(s.id));
     s.name = r.string(jo, "name", ctx, "op" + std::to_string(s.id));
     ctx = detail::op_label(s.name, s.id) + ": ";
+    check_known_keys(jo,
+                     {"id", "name", "kind", "role", "flops", "param_bytes", "params", "temp_bytes", "time",
+                      "backward_time", "colocation", "outputs", "inputs", "control_inputs"},
+                     at + ctx);
     const std::string kind = r.string(jo, "kind", ctx, "other");
     auto k = parse_op_kind(kind);
     if (!k) r.fail(ctx, "unknown kind '" + kind + "'");
@@ -238,11 +242,13 @@ inline OpGraph graph_from_json(const nlohmann::json& j, const std::string& sourc
     if (const auto* params = r.array(jo, "params", ctx))
       for (const auto& p : *params) {
         if (!p.is_object()) r.fail(ctx, "each of \"params\" must be an object");
+        check_known_keys(p, {"name", "bytes"}, at + ctx + "a parameter: ");
         s.params.push_back(ParamSpec{r.string(p, "name", ctx, s.name), r.integer(p, "bytes", ctx, 0)});
       }
     if (const auto* outs = r.array(jo, "outputs", ctx))
       for (const auto& jt : *outs) {
         if (!jt.is_object()) r.fail(ctx, "each of \"outputs\" must be an object");
+        check_known_keys(jt, {"shape", "dtype", "bytes"}, at + ctx + "an output: ");
         TensorSpec t;
         auto sh = jt.find("shape");
         if (sh == jt.end() || sh->is_null()) {
@@ -257,6 +263,14 @@ inline OpGraph graph_from_json(const nlohmann::json& j, const std::string& sourc
         t.dtype = *et;
         auto by = jt.find("bytes");
         if (by != jt.end() && !by->is_null()) t.bytes = r.integer(*by, ctx, "output \"bytes\"");
+        if (t.bytes && t.shape_known && *t.bytes >= 0) {
+          // both given: they must agree, or the simulator would move one size and the report show another
+          const auto from_shape = detail::checked_bytes(t.shape, elem_size(t.dtype));
+          if (from_shape && *from_shape != *t.bytes)
+            r.fail(ctx, "output " + std::to_string(s.outputs.size()) + " has \"bytes\" " + std::to_string(*t.bytes) +
+                            " but its shape and dtype " + dt + " hold " + std::to_string(*from_shape) +
+                            " bytes; give one of the two, or make them agree");
+        }
         s.outputs.push_back(std::move(t));
       }
     if (const auto* ins = r.array(jo, "inputs", ctx))

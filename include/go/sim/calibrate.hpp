@@ -439,7 +439,7 @@ inline DeviceSpec transfer_calibration(const DeviceSpec& target, std::span<const
 }
 
 // A one-device go-cluster JSON of `spec` (what `--cluster` reads), with `extra` merged in at the top
-// level (e.g. a "calibration" record, which the cluster reader ignores).
+// level (the "calibration" record: a key the cluster reader knows and skips; any other is an error).
 inline nlohmann::json calibrated_device_json(const DeviceSpec& spec, const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json j;
   j["format"] = "go-cluster";

@@ -20,7 +20,9 @@
 //                "intra": { "bandwidth": 25e9, "latency": 1e-5 },           // PCIe across them
 //                "inter": { "bandwidth": 10e9, "latency": 2e-5 } }
 //   }
-// cluster_to_json writes the device list and full matrices, so any cluster round-trips.
+// cluster_to_json writes the device list and full matrices, so any cluster round-trips. A key
+// outside these (and "calibration", gopt calibrate's record, not read) is an error, as is a key
+// given twice; device names must differ.
 //
 // Presets (cluster_preset): "<device>x<count>" for every DeviceSpec preset (graph/cost.hpp: the
 // device numbers and their sources), with the interconnect of the machines they came in. Link
@@ -150,6 +152,15 @@ inline void Cluster::validate(const std::string& where) const {
   GO_CHECK(bandwidth.size() == n * n && latency.size() == n * n, where, "cluster '", name, "' has ",
            bandwidth.size(), " bandwidth and ", latency.size(), " latency entries for ", n, " devices (need ",
            n * n, ")");
+  {  // traces and reports name devices; two of one name could not be told apart
+    std::vector<std::pair<std::string_view, std::size_t>> names;
+    names.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) names.emplace_back(devices[i].name, i);
+    std::sort(names.begin(), names.end());
+    for (std::size_t k = 1; k < n; ++k)
+      GO_CHECK(names[k].first != names[k - 1].first, where, "cluster '", name, "': devices ", names[k - 1].second,
+               " and ", names[k].second, " are both named '", names[k].first, "'; device names must differ");
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const DeviceSpec& s = devices[i].spec;
     const std::string dev = "device " + std::to_string(i) + " ('" + devices[i].name + "')";

@@ -22,6 +22,8 @@
 //     { "fpgas": [{"nodes": [ids]}, ...], "cpus": [{"nodes": []}], "maxLoad": ... }
 //     fpgas[k] becomes device k; node ids are the graph file's node ids (OpGraph source_id); every
 //     op must be listed exactly once, and CPU placements are not modelled (they must be empty).
+// In a go-plan, a key outside these is an error ("devices" for "device" must not place every op on
+// device 0), and so is a key given twice.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
