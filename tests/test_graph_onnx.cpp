@@ -15,6 +15,7 @@
 
 namespace test_graph_onnx {
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -333,6 +334,42 @@ TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][error
     pb::ModelProto empty;
     empty.set_ir_version(8);
     REQUIRE_THROWS_WITH(go::parse_onnx(empty.SerializeAsString(), "nograph.onnx"), Contains("nograph.onnx"));
+  }
+  SECTION("shapes that stop at an op go cannot infer") {
+    // a custom operator without a recorded output shape: every op after it would count 0 FLOPs
+    ModelMaker m;
+    m.input("x", {8, 16});
+    m.node("MyNorm", "custom", {"x"}, {"y"})->set_domain("com.example");
+    m.node("Relu", "after", {"y"}, {"z"});
+    REQUIRE_THROWS_WITH(m.load("custom.onnx"),
+                        StartsWith("custom.onnx: node 'after' (Relu) reads 'y' of unknown shape: the shapes stop at "
+                                   "node 'custom' (MyNorm) of domain 'com.example'") &&
+                            Contains("Record the shapes in the file"));
+    // recorded in value_info, it loads, and the op after it has its size
+    auto* vi = m.g->add_value_info();
+    vi->set_name("y");
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+    for (int d : {8, 16}) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    const go::OpGraph g = m.load("custom.onnx");
+    CHECK(out_shape(g, "after") == V{8, 16});
+    CHECK(flops_of(g, "after") == 128);
+  }
+  SECTION("attributes shape inference cannot apply") {
+    ModelMaker m;
+    m.input("x", {1, 3, 8, 8});
+    m.initializer("w", {4, 3, 3, 3});
+    auto* c = m.node("Conv", "conv", {"x", "w"}, {"y"});
+    ModelMaker::ints(c, "strides", {0, 0});
+    m.node("Relu", "relu", {"y"}, {"z"});
+    REQUIRE_THROWS_WITH(m.load("stride0.onnx"), Contains("the shapes stop at node 'conv' (Conv)"));
+  }
+  SECTION("an unknown shape nothing reads is no error") {
+    // as Range in exports of Swin: its length is a value; no op after it needs its shape
+    ModelMaker m;
+    m.input("x", {4});
+    m.node("MyOp", "custom", {"x"}, {"y"});
+    const go::OpGraph g = m.load("leaf.onnx");
+    CHECK(g.num_ops() == 2);
   }
   SECTION("symbolic dimensions take the option's value") {
     ModelMaker m;

@@ -4,7 +4,10 @@
 // Shapes come from value_info, graph inputs/outputs and initializers; a node output without a
 // recorded type is inferred for the common operators (Conv, pooling, Gemm/MatMul, broadcasting
 // elementwise ops, Concat, Flatten, Reshape, Transpose, reductions, Gather, Slice, Split, Pad, LSTM,
-// GRU, ...), else its shape stays unknown (0 bytes, FLOPs from what is known).
+// GRU, ...), else its shape stays unknown (0 bytes, FLOPs from what is known). An op that reads such
+// an unknown shape and cannot infer its own is an error naming where the shapes stopped (an
+// operator go does not know, attributes it cannot apply, a graph input without a shape): every op
+// after it would otherwise count 0 FLOPs and 0 bytes.
 // Shape computations done at run time (Shape -> Gather -> Concat -> Reshape, as exporters emit
 // for x.shape) are folded at import time (onnx_fold.hpp, onnx_proto.hpp has the protobuf helpers);
 // folded nodes stay as ops with 0 FLOPs, like Shape and Constant.

@@ -165,6 +165,7 @@ OpGraph Importer::run() {
     return in;
   };
   std::vector<std::vector<TType>> out_types(static_cast<std::size_t>(n_nodes));
+  std::unordered_map<std::string, int> shape_origin;  // unknown-shaped tensor -> the node that made it
   for (int i : order) {
     const auto& nd = g_.node(i);
     auto in = input_types(nd);
@@ -184,6 +185,7 @@ OpGraph Importer::run() {
         }
       }
       in = input_types(nd);  // rehash may have moved entries
+      check_shapes_flow(i, in, shape_origin);
     }
     fold_constants(nd, in);
     if (nd.op_type() == "Identity" && nd.input_size() == 1 && nd.output_size() == 1 && param_like.count(nd.input(0))) {

@@ -67,6 +67,11 @@ class Importer {
     return it == consts_.end() ? nullptr : &it->second;
   }
   std::vector<TType> infer(const pb::NodeProto& n, const std::vector<const TType*>& in) const;
+  // After node i's outputs were inferred: an output of unknown shape from known inputs is recorded
+  // in `origin` (Range's length is a value, not a shape: later ops have recorded shapes, or none
+  // need one); unknown inputs that leave the outputs unknown too are an error naming where the
+  // shapes stopped, since every op after it would count 0 FLOPs and 0 bytes.
+  void check_shapes_flow(int i, const std::vector<const TType*>& in, std::unordered_map<std::string, int>& origin) const;
   void fold_constants(const pb::NodeProto& n, const std::vector<const TType*>& in);
   double flops(const pb::NodeProto& n, OpKind kind, const std::vector<const TType*>& in,
                const std::vector<TType>& out) const;

@@ -479,4 +479,38 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
   return out;
 }
 
+void Importer::check_shapes_flow(int i, const std::vector<const TType*>& in,
+                                 std::unordered_map<std::string, int>& origin) const {
+  const auto& nd = g_.node(i);
+  bool out_unknown = false;
+  for (const auto& o : nd.output()) {
+    auto it = types_.find(o);
+    out_unknown = out_unknown || (!o.empty() && (it == types_.end() || !it->second.known));
+  }
+  if (!out_unknown) return;
+  int from = -2;  // the unknown input's origin: a node, -1 for a graph input or initializer
+  std::string from_tensor;
+  for (int k = 0; k < nd.input_size() && from == -2; ++k)
+    // a tensor nothing produces is left to the "unknown tensor" error of the graph's building
+    if (in[static_cast<std::size_t>(k)] != nullptr && !in[static_cast<std::size_t>(k)]->known &&
+        types_.count(nd.input(k))) {
+      from_tensor = nd.input(k);
+      auto it = origin.find(from_tensor);
+      from = it == origin.end() ? -1 : it->second;
+    }
+  if (from == -2) {
+    for (const auto& o : nd.output()) origin.emplace(o, i);
+    return;
+  }
+  const auto& src = from >= 0 ? g_.node(from) : nd;
+  const std::string where =
+      from >= 0 ? node_label(from) + (src.domain().empty() ? "" : " of domain '" + src.domain() + "'") +
+                      ", whose output shape go cannot infer (an operator it does not know, or attributes it cannot "
+                      "apply) and the file does not record"
+                : "tensor '" + from_tensor + "', which has no recorded shape";
+  GO_FAIL(at_, node_label(i), " reads '", from_tensor, "' of unknown shape: the shapes stop at ", where,
+          "; the FLOPs and bytes of the ops after it would all count as 0. Record the shapes in the file "
+          "(value_info; onnx.shape_inference.infer_shapes does it for standard operators)");
+}
+
 }  // namespace go::detail::onnx_import
