@@ -181,6 +181,33 @@ TEST_CASE("gopt train: a checkpoint whose metadata was edited, configs out of ra
   for (const auto& p : {cfg, ck, ck + ".csv", edited, edited + ".csv", bad, la, lb}) fs::remove(p);
 }
 
+TEST_CASE("gopt train --resume: another cluster or another graph of the same name and size is refused", "[rl][cli]") {
+  const std::string cfg = tmp_path("f_cfg.json"), ck = tmp_path("f.ckpt"), other = tmp_path("f_graph.json");
+  go::write_file_atomic(cfg, tiny_config(16));
+  REQUIRE(run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "1", "--out", ck,
+                    "--quiet"})
+              .code == 0);
+  // the same device count on slower GPUs: the checkpoint's best times and reference are v100 times
+  const auto p100 = run_gopt({"train", "--graphs", kGraph, "--cluster", "p100x2", "--updates", "2", "--out", ck, "--resume"});
+  CHECK(p100.code != 0);
+  CHECK(count_lines(p100.err) == 1);
+  CHECK_THAT(p100.err, Contains(ck + ": graph 0 of the checkpoint ran on cluster 'v100x2', this run's is 'p100x2'"));
+  // one op's FLOPs changed: same name, same op count, another graph
+  nlohmann::json g = nlohmann::json::parse(go::read_file(kGraph), nullptr, true, /*ignore_comments=*/true);
+  g["ops"][2]["flops"] = g["ops"][2].value("flops", 0.0) * 2 + 1;
+  go::write_file_atomic(other, g.dump());
+  const auto edited = run_gopt({"train", "--graphs", other, "--cluster", "v100x2", "--updates", "2", "--out", ck, "--resume"});
+  CHECK(edited.code != 0);
+  CHECK(count_lines(edited.err) == 1);
+  CHECK_THAT(edited.err, Contains("sizes or costs differ from this run's"));
+  // the same graph and cluster resume
+  const auto same = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--updates", "2", "--out", ck, "--resume",
+                              "--quiet"});
+  INFO(same.err);
+  CHECK(same.code == 0);
+  for (const auto& p : {cfg, ck, ck + ".csv", other}) fs::remove(p);
+}
+
 TEST_CASE("gopt train: several clusters train one policy on every graph on each", "[rl][cli]") {
   const std::string cfg = tmp_path("m_cfg.json"), out = tmp_path("m_out.ckpt");
   go::write_file_atomic(cfg, tiny_config(16));

@@ -227,7 +227,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)")->check(path_given());
   cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)")->check(count_at_least());
   cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)")->check(path_given());
-  cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists");
+  cmd->add_flag("--resume", o->resume, "Continue from the checkpoint at --out when it exists (the same graphs and clusters: a checkpoint keeps a checksum of each)");
   cmd->add_option("--init-policy", o->init_policy,
                   "Start a new run from this policy's weights (a policy file or a gopt train checkpoint, e.g. "
                   "policies/go-zoo-v100x248.ckpt); its network replaces the config's \"policy\"; a run that "

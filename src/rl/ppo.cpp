@@ -492,6 +492,8 @@ void PpoTrainer::save_checkpoint(const std::string& path) const {
                       {"num_ops", g.graph->num_ops()},
                       {"cluster", g.sim->cluster().name},
                       {"num_devices", g.sim->cluster().num_devices()},
+                      {"graph_fingerprint", hex64(graph_fingerprint(*g.graph))},
+                      {"cluster_fingerprint", hex64(cluster_fingerprint(g.sim->cluster()))},
                       {"reference", g.reference},
                       {"reference_kind", g.reference_kind},
                       {"ema", g.ema},
@@ -567,6 +569,18 @@ void PpoTrainer::load_checkpoint(const std::string& path) {
                path, ": graph ", i, " of the checkpoint is '", j.at("name").get<std::string>(), "' (",
                j.at("num_ops").get<std::int32_t>(), " ops), this run's is '", g.name, "' (", g.graph->num_ops(),
                " ops)");
+      // (checkpoints written before the fingerprints: name, op count and device count only)
+      GO_CHECK(!j.contains("graph_fingerprint") ||
+                   j.at("graph_fingerprint").get<std::string>() == hex64(graph_fingerprint(*g.graph)),
+               path, ": graph ", i, " of the checkpoint is '", g.name, "' of ", g.graph->num_ops(),
+               " ops too, but its sizes or costs differ from this run's (another option of the zoo spec, or an "
+               "edited file?): resume with the graph the checkpoint was trained on");
+      if (j.contains("cluster_fingerprint") &&
+          j.at("cluster_fingerprint").get<std::string>() != hex64(cluster_fingerprint(g.sim->cluster())))
+        GO_FAIL(path, ": graph ", i, " of the checkpoint ran on cluster '", j.at("cluster").get<std::string>(),
+                "', this run's is '", g.sim->cluster().name, "'",
+                j.at("cluster").get<std::string>() == g.sim->cluster().name ? " with other devices or links" : "",
+                ": its best plans and reward reference were measured there; resume with that cluster");
       g.reference = j.at("reference").get<double>();
       g.reference_kind = j.at("reference_kind").get<std::string>();
       g.ema = j.at("ema").get<double>();

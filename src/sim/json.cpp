@@ -15,6 +15,7 @@
 
 #include "go/core/error.hpp"
 #include "go/core/file.hpp"
+#include "go/core/hash.hpp"
 #include "go/core/json_field.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
@@ -285,6 +286,14 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   }
   j["links"] = {{"bandwidth", std::move(bw)}, {"latency", std::move(lat)}};
   return j;
+}
+
+std::uint64_t cluster_fingerprint(const Cluster& c) {
+  nlohmann::json j = cluster_to_json(c);
+  j.erase("name");
+  for (auto& d : j["devices"]) d.erase("name");
+  const std::string text = j.dump();
+  return fnv1a64(text.data(), text.size());
 }
 
 Cluster parse_cluster(std::string_view text, const std::string& source) {

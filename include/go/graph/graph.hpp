@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/core/hash.hpp"
 #include "go/graph/op_kind.hpp"
 
 namespace go {
@@ -394,6 +395,32 @@ inline void OpGraph::validate() const {
     const auto tp = static_cast<std::size_t>(topo_order_[i]);
     GO_CHECK(tp < n && ids_seen[tp]++ == 0, at, "topological order repeats or misses ops");
   }
+}
+
+// A checksum of what a simulation of `g` reads: per op its kind, role, FLOPs, byte counts, measured
+// times, colocation group, output sizes and predecessors. Two graphs of one name and op count that
+// differ in a size (another hidden width, batch or file) differ here; a checkpoint keeps it so that
+// a resumed run cannot continue on another graph.
+inline std::uint64_t graph_fingerprint(const OpGraph& g) {
+  std::uint64_t h = fnv1a64(nullptr, 0);
+  auto mix = [&h](const auto& v) { h = fnv1a64(&v, sizeof v, h); };
+  mix(g.num_ops());
+  for (const Op& o : g.ops()) {
+    mix(static_cast<std::uint8_t>(o.kind));
+    mix(static_cast<std::uint8_t>(o.role));
+    mix(o.flops);
+    mix(o.param_bytes);
+    mix(o.temp_bytes);
+    mix(o.time);
+    mix(o.backward_time);
+    mix(o.colocation);
+    mix(o.num_outputs);
+    for (const TensorInfo& t : g.outputs(o.id)) mix(t.bytes);
+    const auto preds = g.pred(o.id);
+    mix(preds.size());
+    for (OpId p : preds) mix(p);
+  }
+  return h;
 }
 
 // The TensorSpec that recreates tensor `t` of `g` (dtype, bytes, shape when known).

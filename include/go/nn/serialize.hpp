@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "go/core/file.hpp"
+#include "go/core/hash.hpp"
 #include "go/core/tensor.hpp"
 
 namespace go {
@@ -30,20 +31,8 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 namespace detail {
 inline constexpr char kParamMagic[8] = {'G', 'O', 'P', 'A', 'R', 'A', 'M', 'S'};
 
-inline std::uint64_t fnv1a64(const char* p, std::size_t n) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-inline std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using go::fnv1a64;
+using go::hex64;
 }  // namespace detail
 
 // Writes the tensors (atomically) with optional metadata.

@@ -298,6 +298,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& source);
 // A device's fields as a go-cluster device object reads them (every field, so it round-trips).
 nlohmann::json device_to_json(const DeviceSpec& s);
 nlohmann::json cluster_to_json(const Cluster& c);
+// A checksum of the cluster's devices, links and channel model, not of its name (go/core/hash.hpp).
+std::uint64_t cluster_fingerprint(const Cluster& c);
 Cluster parse_cluster(std::string_view text, const std::string& source);
 void save_cluster(const Cluster& c, const std::string& path);
 
