@@ -208,6 +208,34 @@ TEST_CASE("gopt train --resume: another cluster or another graph of the same nam
   for (const auto& p : {cfg, ck, ck + ".csv", other}) fs::remove(p);
 }
 
+TEST_CASE("gopt train: a run that diverges stops at the step whose gradient is not finite, naming lr", "[rl][cli]") {
+  const std::string cfg = tmp_path("d_cfg.json"), ck = tmp_path("d.ckpt");
+  nlohmann::json cj = nlohmann::json::parse(tiny_config(16));
+  cj["lr"] = 1e30;
+  go::write_file_atomic(cfg, cj.dump());
+  const auto r = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "3",
+                           "--out", ck, "--quiet"});
+  CHECK(r.code != 0);
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Contains("the gradient is not finite") && Contains("is \"lr\" 1e+30 too high?"));
+  for (const auto& p : {cfg, ck, ck + ".csv"}) fs::remove(p);
+}
+
+TEST_CASE("gopt train --time-limit: 0 is no limit, and a limit reached at once still ends after one update", "[rl][cli]") {
+  const std::string cfg = tmp_path("t_cfg.json"), ck = tmp_path("t.ckpt");
+  go::write_file_atomic(cfg, tiny_config(16));
+  auto updates_of = [&](const char* limit) {
+    const auto r = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--config", cfg, "--updates", "3",
+                             "--time-limit", limit, "--out", ck, "--quiet"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return count_lines(go::read_file(ck + ".csv")) - 1;  // the metrics CSV: a header and one row per update
+  };
+  CHECK(updates_of("0") == 3);
+  CHECK(updates_of("1e-9") == 1);
+  for (const auto& p : {cfg, ck, ck + ".csv"}) fs::remove(p);
+}
+
 TEST_CASE("gopt train: several clusters train one policy on every graph on each", "[rl][cli]") {
   const std::string cfg = tmp_path("m_cfg.json"), out = tmp_path("m_out.ckpt");
   go::write_file_atomic(cfg, tiny_config(16));

@@ -183,8 +183,10 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
                  duration_text(per * static_cast<double>(c.updates - s.update)).c_str(), tty ? "" : "\n");
     std::fflush(stderr);
   };
-  auto within_time = [&] {  // rank 0's clock decides, so that every rank stops after the same update
-    std::int32_t ok = o.time_limit < 0 ||
+  // rank 0's clock decides, so that every rank stops after the same update; the first update of an
+  // invocation always runs (the limit ends the update that reaches it), and 0 is no limit, as in place
+  auto within_time = [&] {
+    std::int32_t ok = o.time_limit <= 0 || trainer.updates_done() == start_update ||
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < o.time_limit;
     comm.broadcast(&ok, sizeof ok, 0);
     return ok != 0;
@@ -240,7 +242,8 @@ void add_train_command(CLI::App& app) {
       ->check(count_at_least());
   cmd->add_option("--time-limit", o->time_limit,
                   "Stop (checkpointing) after the update that reaches this many seconds of training in this "
-                  "invocation (the graphs and anchors are built before the clock starts); --resume continues")
+                  "invocation (the graphs and anchors are built before the clock starts; at least one update runs; 0: no "
+                  "limit); --resume continues")
       ->check(seconds_at_least_zero());
   cmd->add_flag("--quiet", o->quiet, "No progress lines");
   cmd->add_option("--stop-after", o->stop_after,

@@ -430,7 +430,12 @@ UpdateStats PpoTrainer::update() {
           policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
       }
       allreduce_gradients(*comm_, params_, grad_buffer_);
-      gn_sum += clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
+      const float gn = clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
+      // a step on NaN gradients would turn every weight into NaN, and the next update's sampling
+      // would fail far from the cause
+      GO_CHECK(std::isfinite(gn), "ppo: update ", u + 1, ": the gradient is not finite (norm ", gn,
+               "): the training diverged (is \"lr\" ", cfg_.lr, " too high?)");
+      gn_sum += gn;
       kept.reset();  // the parameters change: the pass no longer describes them
       adam_->step();
       ++n_steps;
