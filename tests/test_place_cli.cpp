@@ -241,6 +241,17 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK(finetune.code != 0);
   CHECK(count_lines(finetune.err) == 1);
   CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
+  // seeds: the whole uint64 range, as Python's seed= and a config's "seed"
+  for (const char* bad : {"-1", "18446744073709551616", "1.5", "+3"}) {
+    const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "random", "--seed", bad});
+    INFO(bad);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Contains(std::string("--seed: must be a whole number from 0 to 18446744073709551615, got ") + bad));
+  }
+  const auto top = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "random", "--seed",
+                             "18446744073709551615", "--budget", "3", "--json"});
+  REQUIRE(top.code == 0);
+  CHECK(nlohmann::json::parse(top.out)["seed"].get<std::uint64_t>() == 18446744073709551615ull);
 }
 
 // A bad list for an anchor flag: exit non-zero, one line naming the flag and what it expects.

@@ -161,7 +161,7 @@ void add_demo_command(CLI::App& app) {
       ->check([](const std::string& s) { return std::stoll(s) % 4 == 0 ? "" : "must be a multiple of 4"; })
       ->capture_default_str();
   cmd->add_option("--steps", opts->steps, "Training steps (at least 2: the loss must fall from the first)")->check(CLI::Range(2, 1000000))->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Random seed (graph, initialization)")->check(count_at_least())->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed (graph, initialization)")->check(seed_value())->capture_default_str();
   cmd->add_option("--lr", opts->lr, "Adam learning rate")
       ->check(CLI::PositiveNumber)
       ->check(CLI::Validator(

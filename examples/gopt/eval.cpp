@@ -243,7 +243,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
   cmd->add_option("--methods", opts->methods, "comma-separated methods (" + go::place_method_list() + ")")->required();
   cmd->add_flag("--training", opts->training, "expand every graph to its training graph first");
-  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(count_at_least());
+  cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(seed_value());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
       ->check(count_at_least());
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);

@@ -108,6 +108,24 @@ inline CLI::Validator count_at_least(long long min = 0) {
       min == 0 ? "COUNT>=0" : "COUNT>=" + std::to_string(min));
 }
 
+// A seed: a whole number 0 to 2^64 - 1, as the config's "seed" and Python's seed= take (a seed
+// past 2^63 from a Python run must be reproducible here too).
+inline CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::size_t used = 0;
+        bool ok = !s.empty() && s[0] >= '0' && s[0] <= '9';  // stoull would wrap "-1"
+        try {
+          if (ok) (void)std::stoull(s, &used);
+        } catch (const std::exception&) {
+          ok = false;
+        }
+        if (!ok || used != s.size()) return "must be a whole number from 0 to 18446744073709551615, got " + s;
+        return "";
+      },
+      "SEED");
+}
+
 // A file or folder option that is given must name one: `--out ""` would otherwise read as "not
 // given" and write nothing, silently.
 inline CLI::Validator path_given() {

@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <new>
 #include <vector>
@@ -45,7 +46,7 @@ struct TrainOptions {
   std::string plan_out;
   std::string init_policy;
   std::int64_t updates = -1;
-  std::int64_t seed = -1;
+  std::optional<std::uint64_t> seed;  // the config's unless given
   int threads = -1;
   std::int64_t stop_after = -1;
   double time_limit = -1;
@@ -104,10 +105,10 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   }
   if (!resuming) {
     if (o.training) cfg.training = true;
-    if (o.seed >= 0) cfg.seed = static_cast<std::uint64_t>(o.seed);
+    if (o.seed) cfg.seed = *o.seed;
   } else {
     GO_CHECK(!o.training || cfg.training, "--training differs from the checkpoint being resumed");
-    GO_CHECK(o.seed < 0 || static_cast<std::uint64_t>(o.seed) == cfg.seed, "--seed ", o.seed,
+    GO_CHECK(!o.seed || *o.seed == cfg.seed, "--seed ", o.seed.value_or(0),
              " differs from the seed ", cfg.seed, " of the checkpoint being resumed");
   }
   if (o.updates >= 0) cfg.updates = o.updates;
@@ -237,7 +238,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", o->metrics, "Metrics CSV (default <out>.csv)")->check(path_given());
   cmd->add_option("--plan-out", o->plan_out, "Write the best plan of the first graph as a go-plan JSON")->check(path_given());
   cmd->add_flag("--training", o->training, "Expand the graphs into training graphs (forward + backward + update)");
-  cmd->add_option("--seed", o->seed, "Sampling seed (overrides the config's \"seed\")")->check(count_at_least());
+  cmd->add_option_function<std::uint64_t>(
+         "--seed", [o](const std::uint64_t& v) { o->seed = v; }, "Sampling seed (overrides the config's \"seed\")")
+      ->check(seed_value());
   cmd->add_option("--threads", o->threads, "Simulation threads (0: all cores; results do not depend on it)")
       ->check(count_at_least());
   cmd->add_option("--time-limit", o->time_limit,
