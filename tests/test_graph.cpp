@@ -515,6 +515,21 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
   }
 }
 
+TEST_CASE("graph load: a UTF-8 byte-order mark before a text profile is skipped", "[graph]") {
+  const std::string rd = std::string(GO_DATA_DIR) + "/real-data/";
+  for (const auto& [name, path, suffix] :
+       {std::tuple<std::string, std::string, std::string>{"graph.txt", rd + "msr-fiddle-pipedream/resnet18/graph.txt", ""},
+        {"bert_large-inf-512-8.csv", rd + "neusight/label/NVIDIA_L4/bert_large-inf-512-8.csv", ":layers=2"}}) {
+    INFO(name);
+    TempDir plain_dir, marked_dir;  // the same file name (a NeuSight profile's batch and model come from it)
+    const std::string text = read_bytes(path);
+    const go::OpGraph plain = go::load_graph(plain_dir.write(name, text) + suffix);
+    const go::OpGraph marked = go::load_graph(marked_dir.write(name, "\xEF\xBB\xBF" + text) + suffix);
+    CHECK(plain.num_ops() > 10);
+    CHECK(go::graph_difference(plain, marked) == "");
+  }
+}
+
 TEST_CASE("graph load: mutated ONNX files load or fail cleanly, never crash", "[graph][errors]") {
   TempDir dir;
   const std::string onnx = read_bytes(kModels + "resnet18.onnx");

@@ -28,6 +28,7 @@ bool looks_like_json(std::string_view data) {
   return false;
 }
 bool looks_like_pipedream(std::string_view data) {
+  data = detail::without_bom(data);
   std::string_view first = detail::trim(data.substr(0, data.find('\n')));
   return first.substr(0, 4) == "node" && first.find(" -- ") != std::string_view::npos;
 }

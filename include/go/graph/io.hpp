@@ -24,6 +24,12 @@ inline std::string read_file(const std::string& path) {
   return data;
 }
 
+// The text without a leading UTF-8 byte-order mark (spreadsheet exports of CSV profiles, editors on
+// Windows): it is no content, and left in it would be part of the first header or node name.
+inline std::string_view without_bom(std::string_view text) {
+  return text.substr(0, 3) == "\xEF\xBB\xBF" ? text.substr(3) : text;
+}
+
 inline std::string file_extension(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

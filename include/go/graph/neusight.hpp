@@ -366,6 +366,7 @@ struct Node {
 }  // namespace detail
 
 inline bool looks_like_neusight(std::string_view data) {
+  data = detail::without_bom(data);
   const std::string_view header = detail::trim(data.substr(0, data.find('\n')));
   return header.substr(0, 3) == "op," && header.find("_input_nodes") != std::string_view::npos &&
          header.find("fw_latency") != std::string_view::npos;
@@ -376,6 +377,7 @@ inline bool looks_like_neusight(std::string_view data) {
 inline OpGraph parse_neusight(std::string_view text, const std::string& source, const NeuSightOptions& opts = {}) {
   namespace ns = detail::neusight;
   namespace fs = std::filesystem;
+  text = detail::without_bom(text);
   const std::string at = source + ":";
   GO_CHECK(!detail::trim(text).empty(), source, ": empty file");
   std::vector<ns::Record> rows = ns::parse_csv(text, at);

@@ -164,6 +164,7 @@ inline double pipedream_flops(OpKind kind, std::string_view repr, double out_ele
 }  // namespace detail
 
 inline OpGraph parse_pipedream(std::string_view text, const std::string& source) {
+  text = detail::without_bom(text);
   const std::string at = source + ":";
   GraphInfo info;
   info.source = source;
