@@ -174,6 +174,12 @@ TEST_CASE("gopt train: a checkpoint whose metadata was edited, configs out of ra
   const auto neg = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--stop-after", "-5", "--out", ck});
   CHECK(neg.code != 0);
   CHECK_THAT(neg.err, Contains("--stop-after: must be a whole number >= 0, got -5"));
+  // a list of nothing is an error of its own option, not of the next one's value
+  const auto commas = run_gopt({"train", "--cluster", "v100x2", "--graphs", ",", "--updates", "0", "--out", ck});
+  CHECK(commas.code != 0);
+  CHECK_THAT(commas.err, Contains("--graphs names no graph (got ',')"));
+  const auto no_cluster = run_gopt({"train", "--graphs", kGraph, "--cluster", ",", "--updates", "0", "--out", ck});
+  CHECK_THAT(no_cluster.err, Contains("--cluster names no cluster (got ',')"));
   // an empty --plan-out is refused, not read as "no plan wanted"
   const auto empty = run_gopt({"train", "--graphs", kGraph, "--cluster", "v100x2", "--plan-out", "", "--out", ck});
   CHECK(empty.code != 0);

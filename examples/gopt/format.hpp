@@ -8,6 +8,8 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <sstream>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -106,6 +108,17 @@ inline CLI::Validator count_at_least(long long min = 0) {
         return "";
       },
       min == 0 ? "COUNT>=0" : "COUNT>=" + std::to_string(min));
+}
+
+// The items of a comma-separated option value (--graphs a,b), empty ones dropped. One token per
+// option: CLI11's own splitting let `--graphs ,` take the next option as its value.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) v.push_back(x);
+  return v;
 }
 
 // A seed: a whole number 0 to 2^64 - 1, as the config's "seed" and Python's seed= take (a seed

@@ -38,8 +38,8 @@ namespace gopt {
 namespace {
 
 struct TrainOptions {
-  std::vector<std::string> graphs;
-  std::vector<std::string> clusters;
+  std::string graphs;    // comma-separated
+  std::string clusters;
   std::string config;
   std::string out = "gopt-train.ckpt";
   std::string metrics;
@@ -66,7 +66,9 @@ std::string duration_text(double s) {
 }
 
 void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
-  GO_CHECK(!o.graphs.empty(), "--graphs needs at least one graph");
+  const std::vector<std::string> graph_specs = split_list(o.graphs), cluster_names = split_list(o.clusters);
+  GO_CHECK(!graph_specs.empty(), "--graphs names no graph (got '", o.graphs, "')");
+  GO_CHECK(!cluster_names.empty(), "--cluster names no cluster (got '", o.clusters, "')");
   GO_CHECK(!o.out.empty(), "--out must not be empty");
   const bool root = comm.rank() == 0;
   // 1: the checkpoint is there, 0: it is not, -1: the path cannot be looked at (a symlink loop, a
@@ -130,9 +132,9 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   }
 
   std::vector<go::Cluster> clusters;
-  for (const auto& name : o.clusters) clusters.push_back(go::load_cluster(name));
+  for (const auto& name : cluster_names) clusters.push_back(go::load_cluster(name));
   std::vector<go::OpGraph> graphs;
-  for (const auto& g : o.graphs) graphs.push_back(go::load_graph(g));
+  for (const auto& g : graph_specs) graphs.push_back(go::load_graph(g));
   go::rl::PpoTrainer trainer(cfg, std::move(graphs), std::move(clusters), init);
   const std::string metrics = o.metrics.empty() ? o.out + ".csv" : o.metrics;
   if (resuming) {
@@ -221,12 +223,11 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* cmd = app.add_subcommand("train", "Train the GO policy with PPO on one graph or a set of graphs "
                                    "(under `mpirun -np N`: N processes train together; builds with MPI)");
-  cmd->add_option("--graphs", o->graphs, "Graph files or zoo:<name>, comma-separated")->required()->delimiter(',');
+  cmd->add_option("--graphs", o->graphs, "Graph files or zoo:<name>, comma-separated")->required();
   cmd->add_option("--cluster", o->clusters,
                   "Cluster preset (v100x4, ...) or go-cluster JSON file; several, comma-separated, train one policy on "
                   "each graph on each cluster")
-      ->required()
-      ->delimiter(',');
+      ->required();
   cmd->add_option("--config", o->config, "Training config JSON (go/rl/config.hpp; defaults otherwise)")->check(path_given());
   cmd->add_option("--updates", o->updates, "PPO updates (overrides the config)")->check(count_at_least());
   cmd->add_option("--out", o->out, "Checkpoint file (default gopt-train.ckpt)")->check(path_given());
