@@ -497,7 +497,8 @@ Graph.from_arrays round-trips any graph. Cycles, bad indices and negative values
     if (training && !g.info().training) g = go::make_training_graph(g);
     return std::make_shared<PyGraph>(std::move(g));
   }, py::arg("path"), py::arg("training") = false, R"doc(
-Loads a graph: a file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json) or
+Loads a graph: a file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, a NeuSight
+profile .csv, with ":layers=N" after it to set its layer count) or
 "zoo:<name>[:key=value...]" (e.g. "zoo:gnmt8:seq=121"). training=True expands it into the training
 graph (forward + backward + update), as gopt's --training does.)doc");
 }

@@ -95,6 +95,12 @@ TEST_CASE("gopt place --fusion xla writes fusion groups that re-simulate to the 
   for (std::int32_t f : p.fusion)
     if (f >= 0) largest = std::max(largest, ++members[static_cast<std::size_t>(f)]);
   CHECK(largest >= 2);
+  // the report counts what the plan fuses: the ops of groups of two or more, and those groups
+  std::int64_t fused = 0, groups = 0;
+  for (std::int32_t k : members)
+    if (k >= 2) fused += k, ++groups;
+  CHECK(j["fused_ops"] == fused);
+  CHECK(j["fusion_groups"] == groups);
   const auto s = simulate_plan("zoo:rnnlm2", "v100x2", plan);
   CHECK(s["step_time_ms"].get<double>() == Approx(j["step_time_ms"].get<double>()).epsilon(1e-12));
   // and fusion is faster than the same placement without it

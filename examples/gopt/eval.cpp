@@ -103,6 +103,8 @@ void run_eval(const EvalCliOptions& o) {
   const go::Cluster cluster = go::load_cluster(o.cluster);
   std::vector<std::string> graphs;
   for (const auto& g : split_list(o.graphs)) {
+    GO_CHECK(g.rfind("zoo:all:", 0) != 0, "--graphs: ", g, ": zoo:all takes no options (each workload has its own); "
+             "list the workloads with theirs, e.g. zoo:rnnlm2:seq=4,zoo:gnmt2:seq=4");
     if (g == "zoo:all")
       for (const auto& z : go::zoo_names()) graphs.push_back("zoo:" + z);
     else graphs.push_back(g);

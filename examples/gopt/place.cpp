@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,15 @@ void run_place(const PlaceCliOptions& o) {
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
+  // what the plan fuses, whatever --fusion said (go, anneal and the anchor choose fusion themselves)
+  std::int64_t fused_ops = 0, fusion_groups = 0;
+  {
+    std::unordered_map<std::int32_t, std::int64_t> members;
+    for (std::int32_t f : r.plan.fusion)
+      if (f >= 0) ++members[f];
+    for (const auto& [f, k] : members)
+      if (k >= 2) fused_ops += k, ++fusion_groups;
+  }
   if (!o.out.empty()) go::save_plan(r.plan, g, o.out);
   if (o.json) {
     nlohmann::json j;
@@ -47,7 +57,9 @@ void run_place(const PlaceCliOptions& o) {
     j["method"] = o.method;
     j["num_ops"] = g.num_ops();
     j["training"] = g.info().training;
-    j["fusion"] = o.fusion;
+    j["fusion"] = o.fusion;  // the option; the plan's own fusion:
+    j["fused_ops"] = fused_ops;
+    j["fusion_groups"] = fusion_groups;
     j["cost"] = o.cost;
     j["seed"] = o.seed;
     j["budget"] = o.budget;
@@ -70,6 +82,9 @@ void run_place(const PlaceCliOptions& o) {
   if (std::isfinite(r.step_time)) std::printf("step time    %.3f ms\n", r.step_time * 1e3);
   else std::printf("step time    -\n");
   std::printf("valid        %s\n", r.valid ? "yes" : ("no: " + printable(r.reason)).c_str());
+  if (fused_ops > 0)
+    std::printf("fusion       %lld ops in %lld groups\n", static_cast<long long>(fused_ops),
+                static_cast<long long>(fusion_groups));
   std::printf("optimized in %.3f s%s\n", r.optimize_seconds,
               r.simulations > 0 ? (" (" + std::to_string(r.simulations) + " simulations)").c_str() : "");
   if (!r.note.empty()) std::printf("note         %s\n", printable(r.note).c_str());
@@ -99,7 +114,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, at least 1, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split or go-plan file to use; random and anneal start from it, and GO's anchor "
                   "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement")->check(path_given());
