@@ -227,6 +227,21 @@ TEST_CASE("gopt train: a run that diverges stops at the step whose gradient is n
   for (const auto& p : {cfg, ck, ck + ".csv"}) fs::remove(p);
 }
 
+TEST_CASE("gopt train: graphs that share a name are told apart by their files, and the progress line of several is their mean speedup",
+          "[rl][cli]") {
+  const std::string cfg = tmp_path("n_cfg.json"), ck = tmp_path("n.ckpt"), a = tmp_path("n_a.json"), b = tmp_path("n_b.json");
+  go::write_file_atomic(cfg, tiny_config(16));
+  go::write_file_atomic(a, go::read_file(kGraph));
+  go::write_file_atomic(b, go::read_file(kGraph));
+  const auto r = run_gopt({"train", "--graphs", a + "," + b, "--cluster", "v100x2", "--config", cfg, "--updates", "1",
+                           "--out", ck});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains(a + ": best") && Contains(b + ": best"));
+  CHECK_THAT(r.err, Contains("best speedup ") && Contains("x (mean over the update's graphs)"));
+  for (const auto& p : {cfg, ck, ck + ".csv", a, b}) fs::remove(p);
+}
+
 TEST_CASE("gopt train --time-limit: 0 is no limit, and a limit reached at once still ends after one update", "[rl][cli]") {
   const std::string cfg = tmp_path("t_cfg.json"), ck = tmp_path("t.ckpt");
   go::write_file_atomic(cfg, tiny_config(16));

@@ -176,8 +176,11 @@ void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
     if (quiet) return;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double per = el / static_cast<double>(s.update - start_update);
-    char best[64] = "none valid";
-    if (std::isfinite(s.best_step_time))
+    char best[96] = "none valid";
+    // with several graphs one step time would be one graph's (the update's first): their mean speedup
+    if (trainer.num_graphs() > 1)
+      std::snprintf(best, sizeof best, "speedup %.2fx (mean over the update's graphs)", s.best_speedup);
+    else if (std::isfinite(s.best_step_time))
       std::snprintf(best, sizeof best, "%.3f ms (%.2fx)", s.best_step_time * 1e3, s.best_speedup);
     std::fprintf(stderr, "%supdate %lld/%lld  best %s  reward %.3f  entropy %.3f  kl %.4f  invalid %.0f%%  %.0f samples/s  ETA %s%s",
                  tty ? "\r\033[K" : "", static_cast<long long>(s.update), static_cast<long long>(c.updates), best,

@@ -72,6 +72,18 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
              " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
   }
   policy_ = policy ? std::move(policy) : std::make_shared<policy::GoPolicy>(cfg_.policy);
+  // a task's name is its graph's, or its file's where two graphs share a name (every PyTorch export
+  // is "torch_jit"): reports and checkpoints must tell them apart
+  std::vector<std::string> names;
+  for (const OpGraph& g0 : graphs) names.push_back(g0.info().name.empty() ? g0.info().source : g0.info().name);
+  for (std::size_t i = 0; i < graphs.size(); ++i)
+    if (std::count(names.begin(), names.end(), names[i]) > 1 && !graphs[i].info().source.empty() &&
+        graphs[i].info().source != names[i]) {
+      const std::string shared = names[i];
+      for (std::size_t k = 0; k < graphs.size(); ++k)
+        if (names[k] == shared && !graphs[k].info().source.empty()) names[k] = graphs[k].info().source;
+    }
+  std::size_t gi = 0;
   for (auto& g0 : graphs) {
     for (std::size_t ci = 0; ci < clusters_.size(); ++ci) {
       auto t = std::make_unique<GraphTask>();
@@ -79,7 +91,7 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
       const bool expand = cfg_.training && !g0.info().training;
       t->graph = std::make_unique<OpGraph>(expand ? make_training_graph(g0) : last ? std::move(g0) : OpGraph(g0));
       const OpGraph& g = *t->graph;
-      t->name = g.info().name.empty() ? g.info().source : g.info().name;
+      t->name = names[gi];
       if (clusters_.size() > 1) t->name += "@" + clusters_[ci].name;
       t->pg = policy::PolicyGraph::from_graph(g);
       check_samples_fit(cfg_.samples, t->pg.num_nodes);
@@ -92,6 +104,7 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
       set_reference(*t);
       tasks_.push_back(std::move(t));
     }
+    ++gi;
   }
   params_ = policy_->parameters();
   AdamOptions ao;
