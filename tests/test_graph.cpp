@@ -512,6 +512,12 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
     require_load_error(dir.write("badnum.txt", "node1 -- Input0 -- forward_compute_time=abc, backward_compute_time=0, "
                                                "activation_size=4.0, parameter_size=0\n"),
                        "not a number");
+    // a key given twice would silently take the last value; an unknown one would be dropped
+    const std::string line = "node1 -- Input0 -- forward_compute_time=1.0, backward_compute_time=0, "
+                             "activation_size=4.0, parameter_size=0";
+    require_load_error(dir.write("twice.txt", line + ", forward_compute_time=99\n"),
+                       ":1: node1: forward_compute_time is given twice");
+    require_load_error(dir.write("unknown_key.txt", line + ", flops=5\n"), ":1: node1: unknown attribute 'flops'");
   }
 }
 

@@ -231,6 +231,9 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
       auto num = [&](double& out) {
         GO_CHECK(detail::parse_double(val, out), at, line_no, ": ", s.name, ": ", key, " is not a number: '", val, "'");
       };
+      const bool again = (key == "forward_compute_time" && have_f) || (key == "backward_compute_time" && have_b) ||
+                         (key == "parameter_size" && have_p) || (key == "activation_size" && have_a);
+      GO_CHECK(!again, at, line_no, ": ", s.name, ": ", key, " is given twice");
       if (key == "forward_compute_time") {
         num(fwd);
         have_f = true;
@@ -260,6 +263,9 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
           num(x);
           acts.push_back(x);
         }
+      } else {
+        GO_FAIL(at, line_no, ": ", s.name, ": unknown attribute '", key,
+                "' (known: forward_compute_time, backward_compute_time, activation_size, parameter_size)");
       }
     }
     GO_CHECK(have_f && have_b && have_a && have_p, at, line_no, ": ", s.name,
