@@ -243,6 +243,10 @@ TEST_CASE("neusight: the layer count option", "[graph][neusight]") {
   CHECK(forward_ms(one) == Approx(325.15880480818447 - 35 * 8.66801284328103).epsilon(1e-9));
   CHECK_THROWS_WITH(go::load_graph(kBertTrain + ":layers=0"), Catch::Contains("':layers=' needs a positive integer"));
   CHECK_THROWS_WITH(go::load_graph(kBertTrain + ":layers=x"), Catch::Contains("':layers=' needs a positive integer"));
+  // a suffix go does not take names itself, not a missing file
+  for (const std::string suffix : {":layers=2:layers=3", ":foo=1", ":LAYERS=2"})
+    CHECK_THROWS_WITH(go::load_graph(kBertTrain + suffix),
+                      Catch::Contains("'" + suffix + "' after the file name is no option of a graph file"));
   // a million copies once built for minutes and filled 20 GB before anything was said
   CHECK_THROWS_WITH(go::load_graph(kBertTrain + ":layers=1000000"),
                     Catch::Contains(kBertTrain) && Catch::Contains("1000000 copies of its 41-node layer make 41000041 ops") &&

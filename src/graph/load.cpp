@@ -1,5 +1,6 @@
 // load_graph and parse_graph (go/graph/load.hpp), compiled once into libgo with every importer.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -65,6 +66,20 @@ OpGraph parse_graph(std::string_view data, const std::string& source, GraphForma
   GO_FAIL(source, ": unknown graph format");
 }
 
+namespace {
+// `file` does not exist but a file does at the part before its first ':' after the last '/': the
+// rest is a suffix go does not take ("p.csv:foo=1", "p.csv:layers=2:layers=3"), not a missing file.
+void check_suffix(const std::string& file, const std::string& path) {
+  const std::size_t slash = file.rfind('/');
+  const std::size_t colon = file.find(':', slash == std::string::npos ? 0 : slash + 1);
+  if (colon == std::string::npos || colon == 0) return;
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec) || !std::filesystem::is_regular_file(file.substr(0, colon), ec)) return;
+  GO_FAIL(path, ": '", path.substr(colon), "' after the file name is no option of a graph file (a NeuSight profile ",
+          "takes ':layers=N', once)");
+}
+}  // namespace
+
 OpGraph load_graph(const std::string& path, GraphFormat format) {
   if (path.rfind("zoo:", 0) == 0) return make_zoo_graph_from_spec(std::string_view(path).substr(4));
   // "<file>:layers=N": a NeuSight profile with N copies of its traced layer.
@@ -73,11 +88,13 @@ OpGraph load_graph(const std::string& path, GraphFormat format) {
     std::int64_t n = 0;
     GO_CHECK(detail::parse_int64(value, n) && n > 0 && n < (1 << 20), path, ": ':layers=' needs a positive integer, got '",
              value, "'");
+    check_suffix(file, path);
     const std::string data = detail::read_file(file);
     GO_CHECK(format == GraphFormat::neusight || (format == GraphFormat::auto_detect && looks_like_neusight(data)), path,
              ": ':layers=' applies to NeuSight profiles only, and ", file, " is not one");
     return parse_neusight(data, file, NeuSightOptions{static_cast<std::int32_t>(n)});
   }
+  check_suffix(path, path);
   return parse_graph(detail::read_file(path), path, format);
 }
 
