@@ -213,8 +213,10 @@ PyTrainResult train(const py::object& graphs_arg, const py::object& clusters_arg
       if (!callback.is_none()) {
         try {
           const py::object r = callback(stats_dict(s));
-          if (r.ptr() == Py_False) break;  // False (not a falsy None): stop early
-          if (!r.is_none() && r.ptr() != Py_True) {
+          // numpy's bool (a comparison of numpy values) answers as True and False do
+          const bool np_bool = py::isinstance(r, py::module_::import("numpy").attr("bool_"));
+          if (r.ptr() == Py_False || (np_bool && !r.cast<bool>())) break;  // False (not a falsy None): stop early
+          if (!r.is_none() && r.ptr() != Py_True && !np_bool) {
             // 0 or "stop" would otherwise read as "go on" (or as "stop" to someone else)
             const std::string msg = "gopt.train: callback must return None, True (go on) or False (stop), got " +
                                     std::string(py::repr(r)) + " (" + std::string(py::str(r.get_type().attr("__name__"))) + ")";

@@ -778,6 +778,9 @@ class Train(unittest.TestCase):
                 gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: 0, checkpoint=ckpt)
             self.assertTrue(os.path.isfile(ckpt))
         self.assertEqual(gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: True).updates_done, 2)
+        # numpy's bool, as a comparison of numpy values gives, answers as bool does
+        self.assertEqual(gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: np.bool_(False)).updates_done, 1)
+        self.assertEqual(gopt.train(EXAMPLE, "v100x2", TINY_CONFIG, callback=lambda s: np.bool_(True)).updates_done, 2)
 
 
 def anchor_placements(more=""):
