@@ -518,6 +518,11 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
     require_load_error(dir.write("twice.txt", line + ", forward_compute_time=99\n"),
                        ":1: node1: forward_compute_time is given twice");
     require_load_error(dir.write("unknown_key.txt", line + ", flops=5\n"), ":1: node1: unknown attribute 'flops'");
+    // a negative feature count is refused as a negative channel count is, not counted as 0 FLOPs
+    require_load_error(dir.write("linear_neg.txt", "node1 -- Linear(in_features=-9216, out_features=4096, bias=True) -- "
+                                                   "forward_compute_time=1.0, backward_compute_time=1.0, "
+                                                   "activation_size=4.0, parameter_size=0\n"),
+                       "'node1' (id 1) has negative or invalid flops");
   }
 }
 

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -132,8 +133,10 @@ inline double pipedream_flops(OpKind kind, std::string_view repr, double out_ele
       return 2.0 * out_elems * static_cast<double>(pos[0]) / groups * k;
     }
     case OpKind::matmul: {
-      std::int64_t in = repr_int(repr, "in_features=", -1);
-      if (in < 0) {
+      constexpr std::int64_t kAbsent = std::numeric_limits<std::int64_t>::min();
+      std::int64_t in = repr_int(repr, "in_features=", kAbsent);
+      if (in != kAbsent && in < 0) return -1.0;  // negative: the graph's flops check names the layer
+      if (in == kAbsent) {
         auto pos = repr_positional(repr);
         in = pos.empty() ? 0 : pos[0];
       }
