@@ -25,13 +25,27 @@ struct ModelMaker {
     g = model.mutable_graph();
     g->set_name("synthetic");
   }
+  ModelMaker(const ModelMaker&) = delete;  // g points into model
+  ModelMaker& operator=(const ModelMaker&) = delete;
+  // A graph input of that shape (a negative dim is kept, for the importer's error).
   void input(const std::string& name, std::initializer_list<std::int64_t> dims, int elem = 1) {
-    auto* vi = g->add_input();
+    typed(g->add_input(), name, dims, elem, false);
+  }
+  // A recorded shape of an intermediate tensor (as onnx.shape_inference writes); a dim of -1 is
+  // symbolic (dim_param).
+  void value_info(const std::string& name, std::initializer_list<std::int64_t> dims, int elem = 1) {
+    typed(g->add_value_info(), name, dims, elem, true);
+  }
+  static void typed(pb::ValueInfoProto* vi, const std::string& name, std::initializer_list<std::int64_t> dims, int elem,
+                    bool negative_symbolic) {
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
     auto* sh = tt->mutable_shape();
-    for (auto d : dims) sh->add_dim()->set_dim_value(d);
+    for (auto d : dims) {
+      if (d < 0 && negative_symbolic) sh->add_dim()->set_dim_param("N");
+      else sh->add_dim()->set_dim_value(d);
+    }
   }
   void initializer(const std::string& name, std::initializer_list<std::int64_t> dims) {
     auto* t = g->add_initializer();

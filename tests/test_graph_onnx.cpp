@@ -9,6 +9,7 @@
 
 #include "go/graph/cost.hpp"
 #include "go/graph/graph.hpp"
+#include "go/graph/io.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/onnx.hpp"
 #include "onnx_model_maker.hpp"
@@ -346,10 +347,7 @@ TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][error
                                    "node 'custom' (MyNorm) of domain 'com.example'") &&
                             Contains("Record the shapes in the file"));
     // recorded in value_info, it loads, and the op after it has its size
-    auto* vi = m.g->add_value_info();
-    vi->set_name("y");
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(1);
-    for (int d : {8, 16}) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    m.value_info("y", {8, 16});
     const go::OpGraph g = m.load("custom.onnx");
     CHECK(out_shape(g, "after") == V{8, 16});
     CHECK(flops_of(g, "after") == 128);
@@ -380,6 +378,93 @@ TEST_CASE("onnx: broken graphs name the node and the file", "[graph][onnx][error
     opts.symbolic_dim = 64;
     const go::OpGraph g = go::parse_onnx(m.model.SerializeAsString(), "sym.onnx", opts);
     CHECK(out_shape(g, "r") == V{64, 3});
+  }
+}
+
+TEST_CASE("onnx: shapes that contradict each other are an error naming the node", "[graph][onnx][errors]") {
+  const auto hint = Contains("the file's shapes contradict each other");
+  SECTION("an input whose batch its recorded outputs do not have") {
+    // 1e9 images would be 602 TB of activations, yet the file records the conv's output at batch 32
+    ModelMaker m;
+    m.input("x", {1000000000, 3, 8, 8});
+    m.initializer("w", {4, 3, 3, 3});
+    m.node("Conv", "conv", {"x", "w"}, {"y"});
+    m.value_info("y", {32, 4, 6, 6});
+    REQUIRE_THROWS_WITH(m.load("batch.onnx"), StartsWith("batch.onnx: node 'conv' (Conv): the file records output 'y' "
+                                                         "as [32, 4, 6, 6] but its inputs give [1000000000, 4, 6, 6]") &&
+                                                  hint);
+    // consistent, it loads with the recorded shape
+    m.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(32);
+    CHECK(out_shape(m.load(), "conv") == V{32, 4, 6, 6});
+  }
+  SECTION("a convolution's channels, ranks and groups") {
+    // loads a one-conv model (ModelMaker holds a pointer into itself, so it is built in place)
+    auto conv = [](std::initializer_list<std::int64_t> x, std::initializer_list<std::int64_t> w, std::int64_t group) {
+      ModelMaker m;
+      m.input("x", x);
+      m.initializer("w", w);
+      auto* c = m.node("Conv", "conv", {"x", "w"}, {"y"});
+      if (group != 1) ModelMaker::i(c, "group", group);
+      m.value_info("y", {1, 4, 6, 6});
+      return m.load("c.onnx");
+    };
+    REQUIRE_THROWS_WITH(conv({1, 3, 8, 8}, {4, 7, 3, 3}, 1),
+                        StartsWith("c.onnx: node 'conv' (Conv): its input 'x' [1, 3, 8, 8] has 3 channels but its "
+                                   "weight 'w' [4, 7, 3, 3] takes 7 (group 1)") &&
+                            hint);
+    REQUIRE_THROWS_WITH(conv({1, 3, 8, 8}, {4}, 1), Contains("its weight 'w' [4] has rank 1"));
+    REQUIRE_THROWS_WITH(conv({3, 8}, {4, 3}, 1), Contains("its input 'x' [3, 8] has rank 2"));
+    REQUIRE_THROWS_WITH(conv({1, 4, 8, 8}, {3, 2, 3, 3}, 2), Contains("not a multiple of group 2"));
+    REQUIRE_THROWS_WITH(conv({1, 4, 8, 8}, {4, 2, 3, 3}, 0), Contains("group 0 is not a positive count"));
+    // grouped: 2 groups of 2 input channels each
+    CHECK(out_shape(conv({1, 4, 8, 8}, {4, 2, 3, 3}, 2), "conv") == V{1, 4, 6, 6});
+  }
+  SECTION("products' inner sizes and broadcasting") {
+    ModelMaker m;
+    m.input("x", {8, 16});
+    m.initializer("w", {15, 4});
+    m.node("MatMul", "mm", {"x", "w"}, {"y"});
+    REQUIRE_THROWS_WITH(m.load("mm.onnx"), StartsWith("mm.onnx: node 'mm' (MatMul): its operands 'x' [8, 16] and 'w' "
+                                                      "[15, 4] have inner sizes 16 and 15") &&
+                                               hint);
+    ModelMaker g;
+    g.input("x", {8, 16});
+    g.initializer("w", {4, 16});
+    ModelMaker::i(g.node("Gemm", "fc", {"x", "w"}, {"y"}), "transB", 0);
+    REQUIRE_THROWS_WITH(g.load("fc.onnx"), Contains("inner sizes 16 and 4 (transA 0, transB 0)"));
+    g.g->mutable_node(0)->mutable_attribute(0)->set_i(1);
+    CHECK(out_shape(g.load(), "fc") == V{8, 4});
+    ModelMaker a;
+    a.input("x", {8, 16});
+    a.initializer("b", {15});
+    a.node("Add", "add", {"x", "b"}, {"y"});
+    a.value_info("y", {8, 16});
+    REQUIRE_THROWS_WITH(a.load("add.onnx"), Contains("node 'add' (Add): its operands 'x' [8, 16] and 'b' [15] do not "
+                                                     "broadcast"));
+  }
+  SECTION("a shipped export with its input's batch changed") {
+    // the exports record every intermediate shape (value_info): a batch of 1e9 in the input alone
+    // contradicts them at the first op, rather than loading as 1e9 images with batch-32 costs
+    pb::ModelProto model;
+    const std::string bytes = go::detail::read_file(kModels + "resnet18.onnx");
+    REQUIRE(model.ParseFromString(bytes));
+    REQUIRE(model.graph().value_info_size() > 0);
+    auto* dim = model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+    REQUIRE(dim->has_dim_value());
+    dim->set_dim_value(1000000000);
+    REQUIRE_THROWS_WITH(go::parse_onnx(model.SerializeAsString(), "resnet18_1e9.onnx"),
+                        StartsWith("resnet18_1e9.onnx: node '") && Contains("the file records output") &&
+                            Contains("but its inputs give [1000000000, ") && hint);
+  }
+  SECTION("a symbolic size is not checked: it stands in for an unknown one") {
+    ModelMaker m;
+    m.input("x", {2, 3, 8, 8});
+    m.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    m.initializer("w", {4, 3, 3, 3});
+    m.node("Conv", "conv", {"x", "w"}, {"y"});
+    m.value_info("y", {5, 4, 6, 6});  // 5 is no product of the option's 1 for N, but the file cannot know N
+    m.node("Relu", "relu", {"y"}, {"z"});
+    CHECK(out_shape(m.load(), "relu") == V{5, 4, 6, 6});
   }
 }
 

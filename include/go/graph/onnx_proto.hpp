@@ -26,6 +26,9 @@ namespace pb = ::ONNX_NAMESPACE;
 struct TType {
   ElemType dtype = ElemType::f32;
   bool known = false;
+  // Some dimension, of this tensor or of one it was computed from, was symbolic (dim_param): its
+  // size stands in for an unknown one, so it is not checked against other shapes.
+  bool symbolic = false;
   std::vector<std::int64_t> dims;
 
   double numel() const {

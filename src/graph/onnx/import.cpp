@@ -169,11 +169,12 @@ OpGraph Importer::run() {
   for (int i : order) {
     const auto& nd = g_.node(i);
     auto in = input_types(nd);
-    bool missing = false;
+    bool missing = false, symbolic = false;
     for (const auto& o : nd.output())
       if (!o.empty() && (!types_.count(o) || !types_[o].known)) missing = true;
-    if (missing) {
-      auto inferred = infer(nd, in);
+    for (const TType* t : in) symbolic = symbolic || (t && t->symbolic);
+    const auto inferred = infer(nd, in);
+    if (missing || symbolic) {
       for (int k = 0; k < nd.output_size(); ++k) {
         const std::string& o = nd.output(k);
         if (o.empty()) continue;
@@ -183,10 +184,13 @@ OpGraph Importer::run() {
           if (it != types_.end() && !ty.known) ty.dtype = it->second.dtype;
           types_[o] = std::move(ty);
         }
+        // a value computed from a symbolic size (Shape, then Reshape) is a guess as well
+        types_[o].symbolic = types_[o].symbolic || symbolic;
       }
       in = input_types(nd);  // rehash may have moved entries
-      check_shapes_flow(i, in, shape_origin);
+      if (missing) check_shapes_flow(i, in, shape_origin);
     }
+    if (!symbolic) check_operands(i, in, inferred);
     fold_constants(nd, in);
     if (nd.op_type() == "Identity" && nd.input_size() == 1 && nd.output_size() == 1 && param_like.count(nd.input(0))) {
       param_like.insert(nd.output(0));

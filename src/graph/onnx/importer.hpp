@@ -40,6 +40,7 @@ class Importer {
         t.dims.push_back(d.dim_value());
       } else {
         t.dims.push_back(opts_.symbolic_dim);
+        t.symbolic = true;
       }
     }
     return t;
@@ -72,6 +73,10 @@ class Importer {
   // need one); unknown inputs that leave the outputs unknown too are an error naming where the
   // shapes stopped, since every op after it would count 0 FLOPs and 0 bytes.
   void check_shapes_flow(int i, const std::vector<const TType*>& in, std::unordered_map<std::string, int>& origin) const;
+  // Node i's operands against each other (a convolution's channels, a product's inner size,
+  // broadcasting) and its recorded output shapes against the ones its inputs give (`inferred`):
+  // contradicting shapes are an error, since the FLOPs and bytes would follow whichever came last.
+  void check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred) const;
   void fold_constants(const pb::NodeProto& n, const std::vector<const TType*>& in);
   double flops(const pb::NodeProto& n, OpKind kind, const std::vector<const TType*>& in,
                const std::vector<TType>& out) const;

@@ -50,6 +50,12 @@ std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& n, cons
   return out;
 }
 
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
 }  // namespace
 
 std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<const TType*>& in) const {
@@ -511,6 +517,79 @@ void Importer::check_shapes_flow(int i, const std::vector<const TType*>& in,
   GO_FAIL(at_, node_label(i), " reads '", from_tensor, "' of unknown shape: the shapes stop at ", where,
           "; the FLOPs and bytes of the ops after it would all count as 0. Record the shapes in the file "
           "(value_info; onnx.shape_inference.infer_shapes does it for standard operators)");
+}
+
+}  // namespace go::detail::onnx_import
+
+namespace go::detail::onnx_import {
+
+void Importer::check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred) const {
+  const auto& nd = g_.node(i);
+  const std::string& t = nd.op_type();
+  auto operand = [&](std::size_t k) {
+    return "'" + nd.input(static_cast<int>(k)) + "' " + dims_text(in[k]->dims);
+  };
+  auto fail = [&](const std::string& what) {
+    GO_FAIL(at_, node_label(i), ": ", what, "; the file's shapes contradict each other (re-export the model, or "
+            "run onnx.shape_inference.infer_shapes on it to see where)");
+  };
+  if ((t == "Conv" || t == "ConvTranspose") && all_known(in, 2)) {
+    const auto& x = in[0]->dims;
+    const auto& w = in[1]->dims;
+    if (x.size() < 3) fail("its input " + operand(0) + " has rank " + std::to_string(x.size()) + ", not [N, C, spatial...]");
+    if (w.size() != x.size())
+      fail("its weight " + operand(1) + " has rank " + std::to_string(w.size()) + " for an input of rank " +
+           std::to_string(x.size()));
+    const std::int64_t group = attr_int(nd, "group", 1);
+    if (group < 1) fail("group " + std::to_string(group) + " is not a positive count");
+    const __int128 takes = t == "Conv" ? static_cast<__int128>(w[1]) * group : w[0];
+    if (takes != x[1])
+      fail("its input " + operand(0) + " has " + std::to_string(x[1]) + " channels but its weight " + operand(1) +
+           " takes " + std::to_string(static_cast<long long>(takes)) + " (group " + std::to_string(group) + ")");
+    if (t == "Conv" && w[0] % group != 0)
+      fail("its weight " + operand(1) + " has " + std::to_string(w[0]) + " output channels, not a multiple of group " +
+           std::to_string(group));
+  }
+  if (t == "Gemm" && all_known(in, 2)) {
+    const auto& a = in[0]->dims;
+    const auto& b = in[1]->dims;
+    if (a.size() != 2 || b.size() != 2) fail("its operands " + operand(0) + " and " + operand(1) + " are not matrices");
+    const std::int64_t ka = attr_int(nd, "transA", 0) ? a[0] : a[1], kb = attr_int(nd, "transB", 0) ? b[1] : b[0];
+    if (ka != kb)
+      fail("its operands " + operand(0) + " and " + operand(1) + " have inner sizes " + std::to_string(ka) + " and " +
+           std::to_string(kb) + " (transA " + std::to_string(attr_int(nd, "transA", 0)) + ", transB " +
+           std::to_string(attr_int(nd, "transB", 0)) + ")");
+  }
+  if (t == "MatMul" && all_known(in, 2) && !in[0]->dims.empty() && !in[1]->dims.empty()) {
+    const auto& a = in[0]->dims;
+    const auto& b = in[1]->dims;
+    const std::int64_t ka = a.back(), kb = b.size() == 1 ? b[0] : b[b.size() - 2];
+    if (ka != kb)
+      fail("its operands " + operand(0) + " and " + operand(1) + " have inner sizes " + std::to_string(ka) + " and " +
+           std::to_string(kb));
+  }
+  const OpKind kind = onnx_op_kind(t);
+  const bool broadcasts = kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
+                          t == "Pow" || t == "Where" || t == "PRelu";
+  if (broadcasts && !broadcast(in)) {
+    bool all = true;
+    for (const TType* p : in) all = all && (!p || p->known);
+    if (all) {
+      std::string ops;
+      for (std::size_t k = 0; k < in.size(); ++k)
+        if (in[k]) ops += (ops.empty() ? "" : " and ") + operand(k);
+      fail("its operands " + ops + " do not broadcast");
+    }
+  }
+  for (int k = 0; k < nd.output_size(); ++k) {
+    const std::string& name = nd.output(k);
+    auto it = name.empty() ? types_.end() : types_.find(name);
+    const TType& got = inferred[static_cast<std::size_t>(k)];
+    if (it == types_.end() || !it->second.known || it->second.symbolic || !got.known || got.dims == it->second.dims)
+      continue;
+    fail("the file records output '" + name + "' as " + dims_text(it->second.dims) + " but its inputs give " +
+         dims_text(got.dims));
+  }
 }
 
 }  // namespace go::detail::onnx_import
