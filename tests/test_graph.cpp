@@ -511,7 +511,7 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
     require_load_error(dir.write("malformed.txt", "node1 -- Conv2d(3, 8) forward_compute_time=1.0\n"), "malformed");
     require_load_error(dir.write("badnum.txt", "node1 -- Input0 -- forward_compute_time=abc, backward_compute_time=0, "
                                                "activation_size=4.0, parameter_size=0\n"),
-                       "not a number");
+                       "not a finite number");
     // a key given twice would silently take the last value; an unknown one would be dropped
     const std::string line = "node1 -- Input0 -- forward_compute_time=1.0, backward_compute_time=0, "
                              "activation_size=4.0, parameter_size=0";
@@ -523,6 +523,21 @@ TEST_CASE("graph load: bad input files fail with one line naming the file", "[gr
                                                    "forward_compute_time=1.0, backward_compute_time=1.0, "
                                                    "activation_size=4.0, parameter_size=0\n"),
                        "'node1' (id 1) has negative or invalid flops");
+    // a number too small for a double is 0 (as Python reads it); one too large is no number
+    const go::OpGraph tiny = go::load_graph(dir.write("tiny.txt", "node1 -- ReLU() -- forward_compute_time=1e-400, "
+                                                                  "backward_compute_time=0, activation_size=4.0, "
+                                                                  "parameter_size=0\n"));
+    CHECK(tiny.op(0).time == 0.0);
+    require_load_error(dir.write("huge.txt", "node1 -- ReLU() -- forward_compute_time=1e400, backward_compute_time=0, "
+                                             "activation_size=4.0, parameter_size=0\n"),
+                       ":1: node1: forward_compute_time is not a finite number: '1e400'");
+    // sizes past the graph's limits (graph.hpp's kMaxBytes) name the line, as other errors do
+    require_load_error(dir.write("param_big.txt", "node1 -- ReLU() -- forward_compute_time=1, backward_compute_time=0, "
+                                                  "activation_size=4.0, parameter_size=1e17\n"),
+                       ":1: op 'node1' (id 1) has negative or invalid parameter_size 1e+17 (at most 2^50 bytes)");
+    require_load_error(dir.write("act_big.txt", "node1 -- ReLU() -- forward_compute_time=1, backward_compute_time=0, "
+                                                "activation_size=[4.0; 2e15], parameter_size=0\n"),
+                       ":1: op 'node1' (id 1) has negative or invalid activation_size 2e+15 (at most 2^50 bytes)");
   }
 }
 

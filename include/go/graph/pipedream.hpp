@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -33,11 +34,17 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+// A finite number; one too small for a double (1e-400) reads as 0, as in Python, and one too large
+// (1e400) is no number.
 inline bool parse_double(std::string_view s, double& out) {
   s = trim(s);
   if (s.empty()) return false;
   if (s.front() == '+') s.remove_prefix(1);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (ec == std::errc::result_out_of_range && p == s.data() + s.size()) {
+    out = std::strtod(std::string(s).c_str(), nullptr);  // underflow gives 0 or a subnormal, overflow inf
+    return std::isfinite(out);
+  }
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
 }
 
@@ -71,7 +78,7 @@ inline double repr_kernel_area(std::string_view repr, double def) {
     auto comma = inner.find(',');
     if (!parse_int64(inner.substr(0, comma), a)) return def;
     if (comma != std::string_view::npos && !parse_int64(inner.substr(comma + 1), b)) return def;
-    return static_cast<double>(a) * static_cast<double>(b);  // negative: the graph's flops check names the layer
+    return static_cast<double>(a) * static_cast<double>(b);  // negative: the parser's flops check names the line
   }
   const std::int64_t k = repr_int(repr, "kernel_size=", -1);
   return k > 0 ? static_cast<double>(k) * static_cast<double>(k) : def;
@@ -135,7 +142,7 @@ inline double pipedream_flops(OpKind kind, std::string_view repr, double out_ele
     case OpKind::matmul: {
       constexpr std::int64_t kAbsent = std::numeric_limits<std::int64_t>::min();
       std::int64_t in = repr_int(repr, "in_features=", kAbsent);
-      if (in != kAbsent && in < 0) return -1.0;  // negative: the graph's flops check names the layer
+      if (in != kAbsent && in < 0) return -1.0;  // negative: the parser's flops check names the line
       if (in == kAbsent) {
         auto pos = repr_positional(repr);
         in = pos.empty() ? 0 : pos[0];
@@ -232,7 +239,8 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
       GO_CHECK(eq != std::string_view::npos, at, line_no, ": malformed attribute '", kv, "' of ", s.name);
       std::string_view key = detail::trim(kv.substr(0, eq)), val = detail::trim(kv.substr(eq + 1));
       auto num = [&](double& out) {
-        GO_CHECK(detail::parse_double(val, out), at, line_no, ": ", s.name, ": ", key, " is not a number: '", val, "'");
+        GO_CHECK(detail::parse_double(val, out), at, line_no, ": ", s.name, ": ", key, " is not a finite number: '", val,
+                 "'");
       };
       const bool again = (key == "forward_compute_time" && have_f) || (key == "backward_compute_time" && have_b) ||
                          (key == "parameter_size" && have_p) || (key == "activation_size" && have_a);
@@ -255,7 +263,7 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
             auto semi = inner.find(';');
             double x = 0;
             std::string_view tok = inner.substr(0, semi);
-            GO_CHECK(detail::parse_double(tok, x), at, line_no, ": ", s.name, ": activation_size entry is not a number: '",
+            GO_CHECK(detail::parse_double(tok, x), at, line_no, ": ", s.name, ": activation_size entry is not a finite number: '",
                      detail::trim(tok), "'");
             acts.push_back(x);
             if (semi == std::string_view::npos) break;
@@ -273,15 +281,21 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
     }
     GO_CHECK(have_f && have_b && have_a && have_p, at, line_no, ": ", s.name,
              " lacks forward_compute_time, backward_compute_time, activation_size or parameter_size");
+    // The graph's own limits (graph.hpp), checked here too so that the error names the line.
     GO_CHECK(fwd >= 0 && bwd >= 0, at, line_no, ": ", detail::op_label(s.name, s.id), " has a negative compute time");
-    GO_CHECK(psize >= 0 && psize < 9e18, at, line_no, ": ", detail::op_label(s.name, s.id), " has negative or invalid parameter_size ", psize);
+    GO_CHECK(fwd <= kMaxOpSeconds * 1e3 && bwd <= kMaxOpSeconds * 1e3, at, line_no, ": ",
+             detail::op_label(s.name, s.id), " has a compute time of more than a day (at most ",
+             static_cast<std::int64_t>(kMaxOpSeconds * 1e3), " ms)");
+    GO_CHECK(psize >= 0 && psize <= static_cast<double>(kMaxBytes), at, line_no, ": ", detail::op_label(s.name, s.id),
+             " has negative or invalid parameter_size ", psize, " (at most 2^50 bytes)");
     // Input nodes carry data-loading time: zero-cost.
     s.time = s.kind == OpKind::input ? 0.0 : fwd * 1e-3;
     s.backward_time = s.kind == OpKind::input ? 0.0 : bwd * 1e-3;
     s.param_bytes = static_cast<std::int64_t>(psize);
     double out_elems = 0;
     for (double a : acts) {
-      GO_CHECK(a >= 0 && a < 9e18, at, line_no, ": ", detail::op_label(s.name, s.id), " has negative or invalid activation_size ", a);
+      GO_CHECK(a >= 0 && a <= static_cast<double>(kMaxBytes), at, line_no, ": ", detail::op_label(s.name, s.id),
+               " has negative or invalid activation_size ", a, " (at most 2^50 bytes)");
       TensorSpec t;
       t.shape_known = false;
       t.bytes = static_cast<std::int64_t>(a);
@@ -289,6 +303,9 @@ inline OpGraph parse_pipedream(std::string_view text, const std::string& source)
     }
     if (!acts.empty()) out_elems = acts[0] / 4.0;
     s.flops = detail::pipedream_flops(s.kind, repr, out_elems);
+    GO_CHECK(s.flops >= 0 && s.flops <= kMaxOpFlops, at, line_no, ": ", detail::op_label(s.name, s.id),
+             " has negative or invalid flops ", s.flops, " estimated from its module (", repr, "; at most ", kMaxOpFlops,
+             ")");
     auto [it, fresh] = by_id.emplace(s.id, static_cast<OpId>(b.size()));
     GO_CHECK(fresh, at, line_no, ": duplicate op id ", s.id, ": node", s.id, " is declared twice");
     reprs.emplace_back(repr);
