@@ -400,7 +400,8 @@ ops) moved off the device that overflows most onto those with the most room, eac
 until it fits; priorities are kept, fusion groups a move splits run unfused. Returns a
 gopt.PlaceResult (method "fit-memory"): the fitted plan and its simulation where one fits, else the
 plan as it was (valid False); its note says how many op sets moved and simulations were made. A plan
-that fits, or a one-device cluster, comes back as it is, simulated once.)doc");
+that fits, or a one-device cluster, comes back as it is, simulated once; so does a plan invalid for
+another reason (a device the cluster lacks), with valid False, its reason, and a note saying so.)doc");
 
   py::class_<PyTaskResult>(m, "TrainTask", "One graph (on one cluster) of a training run.")
       .def_readonly("name", &PyTaskResult::name)

@@ -247,6 +247,16 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK(finetune.code != 0);
   CHECK(count_lines(finetune.err) == 1);
   CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
+  // a budget of 0 simulations is refused by the flag, as every method that reads it would
+  for (const char* cmd : {"place", "eval"}) {
+    std::vector<std::string> args{cmd, "zoo:rnnlm2", "--cluster", "v100x2", "--budget", "0"};
+    args.insert(args.end(), {std::string(cmd) == "place" ? "--method" : "--methods", "anneal"});
+    const auto r = run_gopt(args);
+    INFO(cmd << ": " << r.err);
+    CHECK(r.code != 0);
+    CHECK(count_lines(r.err) == 1);
+    CHECK_THAT(r.err, Contains("--budget: must be a whole number >= 1, got 0"));
+  }
   // seeds: the whole uint64 range, as Python's seed= and a config's "seed"
   for (const char* bad : {"-1", "18446744073709551616", "1.5", "+3"}) {
     const auto r = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "random", "--seed", bad});

@@ -238,7 +238,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--training", opts->training, "expand every graph to its training graph first");
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(seed_value());
   cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls per graph (default 1000)")
-      ->check(count_at_least());
+      ->check(count_at_least(1));
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)")->check(path_given());
   cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)

@@ -104,7 +104,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--cluster", opts->cluster, "cluster preset (e.g. v100x4) or go-cluster JSON file")->required();
   cmd->add_option("--method", opts->method, "optimizer:" + methods)->required();
   cmd->add_option("--seed", opts->seed, "seed of every random choice (default 0)")->check(seed_value());
-  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least());
+  cmd->add_option("--budget", opts->budget, "random/anneal: simulator calls (default 1000)")->check(count_at_least(1));
   cmd->add_option("--fusion", opts->fusion, kFusionHelp);
   cmd->add_option("--policy", opts->policy, "go: pre-trained policy or checkpoint file (default: the shipped policy)")->check(path_given());
   cmd->add_option("--anchor-ties", opts->anchor_ties, kAnchorTiesHelp)

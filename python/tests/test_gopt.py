@@ -470,6 +470,12 @@ class Simulate(unittest.TestCase):
         self.assertEqual((fits.plan, fits.note, fits.simulations), (r.plan, "", 0))
         one = gopt.fit_memory(g, "v100x1", gopt.Plan.single_device(4))
         self.assertEqual((one.valid, one.status, one.note), (False, "out_of_memory", ""))
+        # a device the cluster lacks: no move mends it, and the note says why nothing was fitted
+        bad = gopt.fit_memory(g, "v100x4", gopt.Plan(device=[0, 0, 0, 7]))
+        self.assertFalse(bad.valid)
+        self.assertIn("device 7", bad.reason)
+        self.assertIn("not fitted to memory: the plan is invalid for another reason (", bad.note)
+        self.assertEqual(bad.simulations, 0)
         with self.assertRaisesRegex(gopt.Error, "plan has 2 device entries for a graph of 4 ops"):
             gopt.fit_memory(g, "v100x4", gopt.Plan(device=[0, 1]))
 

@@ -193,6 +193,11 @@ inline PlaceResult place(const std::string& method, const OpGraph& g, const Clus
 // (its whole simulation recorded); the simulations and the time count in r, and the note says how
 // many op sets moved, or that none fits (r then as it was).
 inline void fit_result_to_memory(const OpGraph& g, const Cluster& c, const SimOptions& so, PlaceResult& r) {
+  if (!r.valid && r.status != SimStatus::out_of_memory) {  // moving ops cannot mend a bad device or a cycle
+    r.note += (r.note.empty() ? "" : "; ") + std::string("not fitted to memory: the plan is invalid for another reason (") +
+              r.reason + ")";
+    return;
+  }
   if (r.status != SimStatus::out_of_memory || c.num_devices() < 2) return;
   const auto t1 = std::chrono::steady_clock::now();
   const Simulator sim(g, c, so);

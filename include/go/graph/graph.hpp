@@ -402,7 +402,7 @@ inline void OpGraph::validate() const {
 // differ in a size (another hidden width, batch or file) differ here; a checkpoint keeps it so that
 // a resumed run cannot continue on another graph.
 inline std::uint64_t graph_fingerprint(const OpGraph& g) {
-  std::uint64_t h = fnv1a64(nullptr, 0);
+  std::uint64_t h = kFnvOffset;
   auto mix = [&h](const auto& v) { h = fnv1a64(&v, sizeof v, h); };
   mix(g.num_ops());
   for (const Op& o : g.ops()) {
