@@ -7,7 +7,12 @@
 // GRU, ...), else its shape stays unknown (0 bytes, FLOPs from what is known). An op that reads such
 // an unknown shape and cannot infer its own is an error naming where the shapes stopped (an
 // operator go does not know, attributes it cannot apply, a graph input without a shape): every op
-// after it would otherwise count 0 FLOPs and 0 bytes.
+// after it would otherwise count 0 FLOPs and 0 bytes. Shapes that contradict each other are an
+// error naming the node: a recorded output shape that the node's inputs do not give (an input of
+// batch 1e9 with outputs recorded at batch 32), a convolution whose weight's channels, rank or
+// group do not fit its input, product operands of different inner sizes, operands that do not
+// broadcast. A size that was symbolic (dim_param, OnnxOptions::symbolic_dim stands in for it) and
+// everything computed from it are not checked.
 // Shape computations done at run time (Shape -> Gather -> Concat -> Reshape, as exporters emit
 // for x.shape) are folded at import time (onnx_fold.hpp, onnx_proto.hpp has the protobuf helpers);
 // folded nodes stay as ops with 0 FLOPs, like Shape and Constant.
