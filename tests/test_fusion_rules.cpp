@@ -556,6 +556,134 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
   CHECK(by_cycle > 20);
 }
 
+// The renumbered copy as GraphBuilder builds it from specs (the code before
+// OpGraph::topological_skeleton): the reference that the skeleton must equal array for array.
+OpGraph skeleton_by_builder(const OpGraph& g) {
+  go::GraphBuilder b;
+  for (OpId v : g.topo_order()) {
+    go::OpSpec s;
+    s.kind = g.op(v).kind;
+    s.role = g.op(v).role;
+    for (const go::TensorInfo& t : g.outputs(v)) {
+      go::TensorSpec ts;
+      ts.shape_known = false;
+      ts.dtype = t.dtype;
+      ts.bytes = t.bytes;
+      s.outputs.push_back(std::move(ts));
+    }
+    for (go::TensorId t : g.inputs(v))
+      s.inputs.push_back(go::TensorRef{g.topo_position(g.tensor(t).producer), g.tensor(t).output_index});
+    const auto preds = g.pred(v);
+    const auto tensors = g.pred_tensors(v);
+    for (std::size_t k = 0; k < preds.size(); ++k)
+      if (tensors[k] < 0) s.control_inputs.push_back(g.topo_position(preds[k]));
+    b.add_op(std::move(s));
+  }
+  return b.build();
+}
+
+void require_same_graph(const OpGraph& a, const OpGraph& b) {
+  REQUIRE(a.num_ops() == b.num_ops());
+  REQUIRE(a.num_tensors() == b.num_tensors());
+  REQUIRE(a.num_edges() == b.num_edges());
+  REQUIRE(a.num_params() == b.num_params());
+  auto same = [](auto x, auto y) { return std::equal(x.begin(), x.end(), y.begin(), y.end()); };
+  for (OpId v = 0; v < a.num_ops(); ++v) {
+    INFO("op " << v);
+    const go::Op &x = a.op(v), &y = b.op(v);
+    REQUIRE(x.id == y.id);
+    REQUIRE(x.kind == y.kind);
+    REQUIRE(x.role == y.role);
+    REQUIRE(x.colocation == y.colocation);
+    REQUIRE(x.first_output == y.first_output);
+    REQUIRE(x.num_outputs == y.num_outputs);
+    REQUIRE(x.flops == y.flops);
+    REQUIRE(x.param_bytes == y.param_bytes);
+    REQUIRE(x.temp_bytes == y.temp_bytes);
+    REQUIRE(x.input_bytes == y.input_bytes);
+    REQUIRE(x.output_bytes == y.output_bytes);
+    REQUIRE(x.time == y.time);
+    REQUIRE(x.backward_time == y.backward_time);
+    REQUIRE(x.source_id == y.source_id);
+    REQUIRE(a.name(v) == b.name(v));
+    REQUIRE(same(a.inputs(v), b.inputs(v)));
+    REQUIRE(same(a.input_producers(v), b.input_producers(v)));
+    REQUIRE(same(a.succ(v), b.succ(v)));
+    REQUIRE(same(a.succ_tensors(v), b.succ_tensors(v)));
+    REQUIRE(same(a.pred(v), b.pred(v)));
+    REQUIRE(same(a.pred_tensors(v), b.pred_tensors(v)));
+    REQUIRE(a.op_params(v).empty() == b.op_params(v).empty());
+    REQUIRE(a.topo_position(v) == b.topo_position(v));
+  }
+  for (go::TensorId t = 0; t < a.num_tensors(); ++t) {
+    const go::TensorInfo &x = a.tensor(t), &y = b.tensor(t);
+    REQUIRE(x.producer == y.producer);
+    REQUIRE(x.output_index == y.output_index);
+    REQUIRE(x.dtype == y.dtype);
+    REQUIRE(x.rank == y.rank);
+    REQUIRE(x.bytes == y.bytes);
+  }
+  REQUIRE(same(a.topo_order(), b.topo_order()));
+  REQUIRE(a.info().name == b.info().name);
+  REQUIRE(a.info().source == b.info().source);
+  REQUIRE(a.info().training == b.info().training);
+}
+
+TEST_CASE("graph: the topological skeleton is the graph GraphBuilder builds from the same specs", "[fusion][graph]") {
+  // Random DAGs added in a random order: ops of 0-3 outputs, inputs read twice, control edges
+  // from ops that also send data (GraphBuilder keeps the data edge only) and from others.
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    go::Rng rng(seed + 7000);
+    const int n = seed == 1 ? 1 : 1 + static_cast<int>(rng.uniform_int(120));
+    std::vector<go::OpSpec> specs(static_cast<std::size_t>(n));
+    std::vector<int> outputs(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      go::OpSpec& s = specs[static_cast<std::size_t>(i)];
+      s.id = i;
+      s.name = "op" + std::to_string(i);
+      s.kind = static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds));
+      s.role = rng.uniform() < 0.3f ? OpRole::backward : OpRole::forward;
+      s.flops = 1e3 * i;
+      outputs[static_cast<std::size_t>(i)] = static_cast<int>(rng.uniform_int(4));
+      for (int k = 0; k < outputs[static_cast<std::size_t>(i)]; ++k) {
+        go::TensorSpec t;
+        t.shape = {1 + static_cast<std::int64_t>(rng.uniform_int(64))};
+        t.dtype = rng.uniform() < 0.5f ? go::ElemType::f32 : go::ElemType::f16;
+        s.outputs.push_back(t);
+      }
+      for (int j = 0; i > 0 && j < static_cast<int>(rng.uniform_int(5)); ++j) {
+        const int u = static_cast<int>(rng.uniform_int(static_cast<std::uint64_t>(i)));
+        if (outputs[static_cast<std::size_t>(u)] > 0 && rng.uniform() < 0.8f) {
+          const auto k = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(outputs[static_cast<std::size_t>(u)])));
+          s.inputs.push_back(go::TensorRef{u, k});
+          if (rng.uniform() < 0.2f) s.inputs.push_back(go::TensorRef{u, k});  // read twice
+        } else {
+          s.control_inputs.push_back(u);
+        }
+      }
+      if (!s.inputs.empty() && rng.uniform() < 0.2f) s.control_inputs.push_back(s.inputs[0].op);  // also a data producer
+    }
+    for (int i = n - 1; i > 0; --i)
+      std::swap(specs[static_cast<std::size_t>(i)], specs[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
+    go::GraphBuilder b;
+    for (auto& s : specs) b.add_op(std::move(s));
+    const OpGraph g = b.build();
+    INFO("seed " << seed << ", " << n << " ops");
+    const OpGraph copy = g.topological_skeleton();
+    require_same_graph(copy, skeleton_by_builder(g));
+    CHECK(go::ids_topological(copy));
+    CHECK(copy.topological_skeleton().num_edges() == g.num_edges());
+  }
+  // real graphs: a zoo training graph and an ONNX export, as decode meets them
+  for (const std::string& spec : {std::string("zoo:transformer_xl2"), kShared + "/models/inception_v3.onnx"}) {
+    INFO(spec);
+    const OpGraph g = go::make_training_graph(go::load_graph(spec));
+    REQUIRE_FALSE(go::ids_topological(g));
+    require_same_graph(g.topological_skeleton(), skeleton_by_builder(g));
+  }
+  require_same_graph(OpGraph().topological_skeleton(), skeleton_by_builder(OpGraph()));  // empty
+}
+
 TEST_CASE("fusion rules: an op whose producers are all in the group joins it without a search", "[fusion]") {
   // a1 -> a2 -> a3 -> v, each a also read by an op of its own (o1, o2, o3). With a search budget of
   // 2 edges, the search from {a1, a2, a3} for a path to v through another group would run out at

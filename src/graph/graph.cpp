@@ -200,39 +200,8 @@ OpGraph GraphBuilder::build() {
   }
   g.in_ops_ = std::move(e_src);
   g.in_tensors_ = std::move(e_tensor);
-  const std::size_t m = g.in_ops_.size();
 
-  // ---- out-CSR by counting sort on the source ----
-  g.out_offsets_.assign(n + 1, 0);
-  for (OpId u : g.in_ops_) ++g.out_offsets_[static_cast<std::size_t>(u) + 1];
-  for (std::size_t i = 0; i < n; ++i) g.out_offsets_[i + 1] += g.out_offsets_[i];
-  g.out_ops_.resize(m);
-  g.out_tensors_.resize(m);
-  {
-    std::vector<std::int64_t> fill(g.out_offsets_.begin(), g.out_offsets_.end() - 1);
-    for (std::size_t v = 0; v < n; ++v)
-      for (auto e = g.in_offsets_[v]; e < g.in_offsets_[v + 1]; ++e) {
-        const auto u = static_cast<std::size_t>(g.in_ops_[static_cast<std::size_t>(e)]);
-        const auto slot = static_cast<std::size_t>(fill[u]++);
-        g.out_ops_[slot] = static_cast<OpId>(v);
-        g.out_tensors_[slot] = g.in_tensors_[static_cast<std::size_t>(e)];
-      }
-  }
-
-  // ---- topological order (Kahn, FIFO seeded in id order) ----
-  std::vector<std::int32_t> indeg(n);
-  for (std::size_t v = 0; v < n; ++v) indeg[v] = static_cast<std::int32_t>(g.in_offsets_[v + 1] - g.in_offsets_[v]);
-  g.topo_order_.clear();
-  g.topo_order_.reserve(n);
-  for (std::size_t v = 0; v < n; ++v)
-    if (indeg[v] == 0) g.topo_order_.push_back(static_cast<OpId>(v));
-  for (std::size_t head = 0; head < g.topo_order_.size(); ++head) {
-    const auto u = static_cast<std::size_t>(g.topo_order_[head]);
-    for (auto e = g.out_offsets_[u]; e < g.out_offsets_[u + 1]; ++e) {
-      const auto w = static_cast<std::size_t>(g.out_ops_[static_cast<std::size_t>(e)]);
-      if (--indeg[w] == 0) g.topo_order_.push_back(static_cast<OpId>(w));
-    }
-  }
+  std::vector<std::int32_t> indeg = g.index_edges();
   if (g.topo_order_.size() != n) {
     auto cyc = detail::find_cycle(g.in_offsets_, g.in_ops_, indeg);
     std::string path;
@@ -246,6 +215,101 @@ OpGraph GraphBuilder::build() {
   g.topo_pos_.assign(n, 0);
   for (std::size_t k = 0; k < n; ++k) g.topo_pos_[static_cast<std::size_t>(g.topo_order_[k])] = static_cast<std::int32_t>(k);
   return g;
+}
+
+std::vector<std::int32_t> OpGraph::index_edges() {
+  const std::size_t n = ops_.size(), m = in_ops_.size();
+  // ---- out-CSR by counting sort on the source ----
+  out_offsets_.assign(n + 1, 0);
+  for (OpId u : in_ops_) ++out_offsets_[static_cast<std::size_t>(u) + 1];
+  for (std::size_t i = 0; i < n; ++i) out_offsets_[i + 1] += out_offsets_[i];
+  out_ops_.resize(m);
+  out_tensors_.resize(m);
+  {
+    std::vector<std::int64_t> fill(out_offsets_.begin(), out_offsets_.end() - 1);
+    for (std::size_t v = 0; v < n; ++v)
+      for (auto e = in_offsets_[v]; e < in_offsets_[v + 1]; ++e) {
+        const auto u = static_cast<std::size_t>(in_ops_[static_cast<std::size_t>(e)]);
+        const auto slot = static_cast<std::size_t>(fill[u]++);
+        out_ops_[slot] = static_cast<OpId>(v);
+        out_tensors_[slot] = in_tensors_[static_cast<std::size_t>(e)];
+      }
+  }
+  // ---- topological order (Kahn, FIFO seeded in id order); short of n ops on a cycle, whose
+  // ops' remaining in-degrees are returned ----
+  std::vector<std::int32_t> indeg(n);
+  for (std::size_t v = 0; v < n; ++v) indeg[v] = static_cast<std::int32_t>(in_offsets_[v + 1] - in_offsets_[v]);
+  topo_order_.clear();
+  topo_order_.reserve(n);
+  for (std::size_t v = 0; v < n; ++v)
+    if (indeg[v] == 0) topo_order_.push_back(static_cast<OpId>(v));
+  for (std::size_t head = 0; head < topo_order_.size(); ++head) {
+    const auto u = static_cast<std::size_t>(topo_order_[head]);
+    for (auto e = out_offsets_[u]; e < out_offsets_[u + 1]; ++e) {
+      const auto w = static_cast<std::size_t>(out_ops_[static_cast<std::size_t>(e)]);
+      if (--indeg[w] == 0) topo_order_.push_back(static_cast<OpId>(w));
+    }
+  }
+  if (topo_order_.size() == n) return {};
+  return indeg;
+}
+
+OpGraph OpGraph::topological_skeleton() const {
+  OpGraph c;
+  const std::size_t n = ops_.size();
+  c.ops_.resize(n);
+  c.names_.resize(n);
+  c.param_offsets_.assign(n + 1, 0);
+  c.tensors_.resize(tensors_.size());
+  std::vector<TensorId> renamed(tensors_.size());  // tensor -> the copy's
+  TensorId next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& o = ops_[static_cast<std::size_t>(topo_order_[i])];
+    Op& q = c.ops_[i];
+    q.id = static_cast<OpId>(i);
+    q.kind = o.kind;
+    q.role = o.role;
+    q.source_id = static_cast<std::int64_t>(i);
+    q.first_output = next;
+    q.num_outputs = o.num_outputs;
+    for (std::int32_t k = 0; k < o.num_outputs; ++k) {
+      const TensorInfo& from = tensors_[static_cast<std::size_t>(o.first_output + k)];
+      TensorInfo& t = c.tensors_[static_cast<std::size_t>(next)];
+      t.producer = static_cast<OpId>(i);
+      t.output_index = k;
+      t.dtype = from.dtype;
+      t.bytes = from.bytes;
+      q.output_bytes += t.bytes;
+      renamed[static_cast<std::size_t>(o.first_output + k)] = next++;
+    }
+  }
+  // Each op's inputs and in-edges in their order: GraphBuilder::build would make the same lists
+  // from the same operands (data edges deduplicated in operand order, then control edges).
+  c.input_offsets_.assign(n + 1, 0);
+  c.input_tensors_.reserve(input_tensors_.size());
+  c.input_producers_.reserve(input_producers_.size());
+  c.in_offsets_.assign(n + 1, 0);
+  c.in_ops_.reserve(in_ops_.size());
+  c.in_tensors_.reserve(in_tensors_.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<std::size_t>(topo_order_[i]);
+    for (auto e = input_offsets_[v]; e < input_offsets_[v + 1]; ++e) {
+      c.input_tensors_.push_back(renamed[static_cast<std::size_t>(input_tensors_[static_cast<std::size_t>(e)])]);
+      c.input_producers_.push_back(topo_pos_[static_cast<std::size_t>(input_producers_[static_cast<std::size_t>(e)])]);
+    }
+    c.input_offsets_[i + 1] = static_cast<std::int64_t>(c.input_tensors_.size());
+    for (auto e = in_offsets_[v]; e < in_offsets_[v + 1]; ++e) {
+      const TensorId t = in_tensors_[static_cast<std::size_t>(e)];
+      c.in_ops_.push_back(topo_pos_[static_cast<std::size_t>(in_ops_[static_cast<std::size_t>(e)])]);
+      c.in_tensors_.push_back(t < 0 ? -1 : renamed[static_cast<std::size_t>(t)]);
+      if (t >= 0) c.ops_[i].input_bytes += tensors_[static_cast<std::size_t>(t)].bytes;
+    }
+    c.in_offsets_[i + 1] = static_cast<std::int64_t>(c.in_ops_.size());
+  }
+  c.index_edges();  // no cycle: every edge goes forward in the original's order
+  c.topo_pos_.assign(n, 0);
+  for (std::size_t k = 0; k < n; ++k) c.topo_pos_[static_cast<std::size_t>(c.topo_order_[k])] = static_cast<std::int32_t>(k);
+  return c;
 }
 
 }  // namespace go

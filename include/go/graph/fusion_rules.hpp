@@ -385,30 +385,7 @@ inline bool fusion_action_possible(const OpGraph& g, OpId v) {
 // inputs, nothing else (no names, shapes, parameters or costs). Its own topological order is the
 // identity: Kahn's FIFO takes the same ops in the same order, as each op's successors are now
 // numbered in the order they became ready.
-inline OpGraph topological_fusion_copy(const OpGraph& g) {
-  GraphBuilder b;
-  b.reserve(static_cast<std::size_t>(g.num_ops()));
-  for (OpId v : g.topo_order()) {
-    OpSpec s;
-    s.kind = g.op(v).kind;
-    s.role = g.op(v).role;
-    for (const TensorInfo& t : g.outputs(v)) {
-      TensorSpec ts;
-      ts.shape_known = false;
-      ts.dtype = t.dtype;
-      ts.bytes = t.bytes;
-      s.outputs.push_back(std::move(ts));
-    }
-    for (TensorId t : g.inputs(v))
-      s.inputs.push_back(TensorRef{g.topo_position(g.tensor(t).producer), g.tensor(t).output_index});
-    const auto preds = g.pred(v);
-    const auto tensors = g.pred_tensors(v);
-    for (std::size_t k = 0; k < preds.size(); ++k)
-      if (tensors[k] < 0) s.control_inputs.push_back(g.topo_position(preds[k]));
-    b.add_op(std::move(s));
-  }
-  return b.build();
-}
+inline OpGraph topological_fusion_copy(const OpGraph& g) { return g.topological_skeleton(); }
 
 // Whether g's ids already are its topological order.
 inline bool ids_topological(const OpGraph& g) {
@@ -429,8 +406,8 @@ inline bool ids_topological(const OpGraph& g) {
 // topological positions, group sizes and whole sets of edges, never an id or an edge's place in
 // a successor list (tests/test_fusion_rules.cpp checks every merge's answer and reason). Its
 // cycle searches then find the ops that run near each other next to each other in memory. The
-// copy costs a GraphBuilder::build once per graph (about 0.1 s and 20 MB at 80,588 ops on a Zen 3
-// core), which the graph's first few fused decodes repay. bench/README.md, "Decoding on the
+// copy costs one pass over the graph's arrays per graph (OpGraph::topological_skeleton; about 20 MB
+// at 80,588 ops), which the graph's first fused decode repays. bench/README.md, "Decoding on the
 // graph's topological order", has the timings.
 struct FusionIndex {
   FusionIndex() = default;

@@ -212,6 +212,13 @@ class OpGraph {
   // the offending op. build() already guarantees them; this is for graphs assembled by hand elsewhere.
   void validate() const;
 
+  // What fusion reads of the graph with its ops renumbered in topological order (op i of the copy
+  // is topo_order()[i]): kinds, roles, outputs with their dtypes and bytes, data inputs in operand
+  // order and control edges; no names, shapes, parameters or costs. The copy's topological order
+  // is the identity. The same graph as GraphBuilder would build from those specs, made from this
+  // one's arrays in O(ops + edges) (go/graph/fusion_rules.hpp, topological_fusion_copy).
+  OpGraph topological_skeleton() const;
+
   // "<source>: " for error messages.
   std::string where() const { return (info_.source.empty() ? std::string("graph") : info_.source) + ": "; }
   // "op 'conv1' (id 7)" with the op's id in its source.
@@ -221,6 +228,10 @@ class OpGraph {
 
  private:
   friend class GraphBuilder;
+  // The out-edges from the in-edges (counting sort on the source) and the topological order (Kahn,
+  // FIFO seeded in id order). Returns the in-degrees left where the order is short of the ops (a
+  // cycle), else nothing.
+  std::vector<std::int32_t> index_edges();
   template <class T>
   static std::span<const T> range(const std::vector<std::int64_t>& off, const std::vector<T>& v, OpId i) {
     auto b = static_cast<std::size_t>(off[static_cast<std::size_t>(i)]);
