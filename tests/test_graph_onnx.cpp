@@ -466,6 +466,30 @@ TEST_CASE("onnx: shapes that contradict each other are an error naming the node"
     m.node("Relu", "relu", {"y"}, {"z"});
     CHECK(out_shape(m.load(), "relu") == V{5, 4, 6, 6});
   }
+  SECTION("a dynamic batch leaves the other sizes checked") {
+    // as torch.onnx.export with dynamic_axes records them: the batch a dim_param, channels concrete
+    ModelMaker m;
+    m.input("x", {-1, 3, 8, 8});
+    m.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    m.initializer("w", {4, 3, 3, 3});
+    m.initializer("w2", {4, 5, 3, 3});
+    m.node("Conv", "conv", {"x", "w"}, {"y"});
+    m.value_info("y", {-1, 4, 6, 6});
+    m.node("Conv", "conv2", {"y", "w2"}, {"z"});
+    REQUIRE_THROWS_WITH(m.load("dyn.onnx"), Contains("node 'conv2' (Conv): its input 'y' [1, 4, 6, 6] has 4 channels but "
+                                                     "its weight 'w2' [4, 5, 3, 3] takes 5"));
+    m.g->mutable_initializer(1)->set_dims(1, 4);
+    CHECK(out_shape(m.load("dyn.onnx"), "conv2") == V{1, 4, 4, 4});
+    // sizes inferred from the symbolic batch stand in for it in every dim: not compared
+    ModelMaker r;
+    r.input("x", {-1, 12});
+    r.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    r.int_constant("to", {-1, 3}, false);
+    r.node("Reshape", "view", {"x", "to"}, {"v"});  // [4N, 3]: with N = 1, [4, 3]
+    r.initializer("w", {3, 2});
+    r.node("MatMul", "mm", {"v", "w"}, {"y"});
+    CHECK(out_shape(r.load(), "mm") == V{4, 2});
+  }
 }
 
 }  // namespace test_graph_onnx

@@ -11,8 +11,10 @@
 // error naming the node: a recorded output shape that the node's inputs do not give (an input of
 // batch 1e9 with outputs recorded at batch 32), a convolution whose weight's channels, rank or
 // group do not fit its input, product operands of different inner sizes, operands that do not
-// broadcast. A size that was symbolic (dim_param, OnnxOptions::symbolic_dim stands in for it) and
-// everything computed from it are not checked.
+// broadcast. A size that was symbolic (dim_param, OnnxOptions::symbolic_dim stands in for it) is
+// not compared, nor is any size inferred from a tensor with one, nor the recorded outputs of a
+// node that reads one; the concrete sizes of a dynamic-batch export (its channels, features and
+// weights) are checked.
 // Shape computations done at run time (Shape -> Gather -> Concat -> Reshape, as exporters emit
 // for x.shape) are folded at import time (onnx_fold.hpp, onnx_proto.hpp has the protobuf helpers);
 // folded nodes stay as ops with 0 FLOPs, like Shape and Constant.

@@ -27,8 +27,12 @@ struct TType {
   ElemType dtype = ElemType::f32;
   bool known = false;
   // Some dimension, of this tensor or of one it was computed from, was symbolic (dim_param): its
-  // size stands in for an unknown one, so it is not checked against other shapes.
+  // sizes (or values) may stand in for unknown ones, so it is not checked against recorded shapes.
   bool symbolic = false;
+  // The dims that stand in for unknown sizes (bit i: dim i): a recorded type's dim_params, every
+  // dim of one inferred from a symbolic input. The others are checked against other operands.
+  std::uint64_t symbolic_dims = 0;
+  bool concrete(std::size_t i) const { return i < 64 ? ((symbolic_dims >> i) & 1u) == 0 : !symbolic; }
   std::vector<std::int64_t> dims;
 
   double numel() const {

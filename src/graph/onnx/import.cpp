@@ -182,15 +182,17 @@ OpGraph Importer::run() {
         if (it == types_.end() || !it->second.known) {
           TType ty = inferred[static_cast<std::size_t>(k)];
           if (it != types_.end() && !ty.known) ty.dtype = it->second.dtype;
+          if (symbolic) ty.symbolic_dims = ~std::uint64_t{0};  // sizes computed from a symbolic one
           types_[o] = std::move(ty);
         }
-        // a value computed from a symbolic size (Shape, then Reshape) is a guess as well
+        // a value computed from a symbolic size (Shape, then Reshape) is a guess as well; a
+        // recorded output keeps its dims, which are the file's
         types_[o].symbolic = types_[o].symbolic || symbolic;
       }
       in = input_types(nd);  // rehash may have moved entries
       if (missing) check_shapes_flow(i, in, shape_origin);
     }
-    if (!symbolic) check_operands(i, in, inferred);
+    check_operands(i, in, inferred, symbolic);
     fold_constants(nd, in);
     if (nd.op_type() == "Identity" && nd.input_size() == 1 && nd.output_size() == 1 && param_like.count(nd.input(0))) {
       param_like.insert(nd.output(0));

@@ -39,6 +39,7 @@ class Importer {
         GO_CHECK(d.dim_value() >= 0, at_, "tensor '", name, "' has negative dimension ", d.dim_value());
         t.dims.push_back(d.dim_value());
       } else {
+        if (t.dims.size() < 64) t.symbolic_dims |= std::uint64_t{1} << t.dims.size();
         t.dims.push_back(opts_.symbolic_dim);
         t.symbolic = true;
       }
@@ -74,9 +75,11 @@ class Importer {
   // shapes stopped, since every op after it would count 0 FLOPs and 0 bytes.
   void check_shapes_flow(int i, const std::vector<const TType*>& in, std::unordered_map<std::string, int>& origin) const;
   // Node i's operands against each other (a convolution's channels, a product's inner size,
-  // broadcasting) and its recorded output shapes against the ones its inputs give (`inferred`):
+  // broadcasting; sizes that stand in for symbolic ones are not compared) and, where no input is
+  // symbolic, its recorded output shapes against the ones its inputs give (`inferred`):
   // contradicting shapes are an error, since the FLOPs and bytes would follow whichever came last.
-  void check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred) const;
+  void check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred,
+                      bool symbolic_inputs) const;
   void fold_constants(const pb::NodeProto& n, const std::vector<const TType*>& in);
   double flops(const pb::NodeProto& n, OpKind kind, const std::vector<const TType*>& in,
                const std::vector<TType>& out) const;

@@ -523,7 +523,8 @@ void Importer::check_shapes_flow(int i, const std::vector<const TType*>& in,
 
 namespace go::detail::onnx_import {
 
-void Importer::check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred) const {
+void Importer::check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred,
+                              bool symbolic_inputs) const {
   const auto& nd = g_.node(i);
   const std::string& t = nd.op_type();
   auto operand = [&](std::size_t k) {
@@ -543,10 +544,10 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
     const std::int64_t group = attr_int(nd, "group", 1);
     if (group < 1) fail("group " + std::to_string(group) + " is not a positive count");
     const __int128 takes = t == "Conv" ? static_cast<__int128>(w[1]) * group : w[0];
-    if (takes != x[1])
+    if (takes != x[1] && in[0]->concrete(1) && in[1]->concrete(t == "Conv" ? 1 : 0))
       fail("its input " + operand(0) + " has " + std::to_string(x[1]) + " channels but its weight " + operand(1) +
            " takes " + std::to_string(static_cast<long long>(takes)) + " (group " + std::to_string(group) + ")");
-    if (t == "Conv" && w[0] % group != 0)
+    if (t == "Conv" && w[0] % group != 0 && in[1]->concrete(0))
       fail("its weight " + operand(1) + " has " + std::to_string(w[0]) + " output channels, not a multiple of group " +
            std::to_string(group));
   }
@@ -554,8 +555,9 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
     const auto& a = in[0]->dims;
     const auto& b = in[1]->dims;
     if (a.size() != 2 || b.size() != 2) fail("its operands " + operand(0) + " and " + operand(1) + " are not matrices");
-    const std::int64_t ka = attr_int(nd, "transA", 0) ? a[0] : a[1], kb = attr_int(nd, "transB", 0) ? b[1] : b[0];
-    if (ka != kb)
+    const std::size_t ia = attr_int(nd, "transA", 0) ? 0 : 1, ib = attr_int(nd, "transB", 0) ? 1 : 0;
+    const std::int64_t ka = a[ia], kb = b[ib];
+    if (ka != kb && in[0]->concrete(ia) && in[1]->concrete(ib))
       fail("its operands " + operand(0) + " and " + operand(1) + " have inner sizes " + std::to_string(ka) + " and " +
            std::to_string(kb) + " (transA " + std::to_string(attr_int(nd, "transA", 0)) + ", transB " +
            std::to_string(attr_int(nd, "transB", 0)) + ")");
@@ -563,8 +565,9 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
   if (t == "MatMul" && all_known(in, 2) && !in[0]->dims.empty() && !in[1]->dims.empty()) {
     const auto& a = in[0]->dims;
     const auto& b = in[1]->dims;
-    const std::int64_t ka = a.back(), kb = b.size() == 1 ? b[0] : b[b.size() - 2];
-    if (ka != kb)
+    const std::size_t ib = b.size() == 1 ? 0 : b.size() - 2;
+    const std::int64_t ka = a.back(), kb = b[ib];
+    if (ka != kb && in[0]->concrete(a.size() - 1) && in[1]->concrete(ib))
       fail("its operands " + operand(0) + " and " + operand(1) + " have inner sizes " + std::to_string(ka) + " and " +
            std::to_string(kb));
   }
@@ -572,8 +575,8 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
   const bool broadcasts = kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
                           t == "Pow" || t == "Where" || t == "PRelu";
   if (broadcasts && !broadcast(in)) {
-    bool all = true;
-    for (const TType* p : in) all = all && (!p || p->known);
+    bool all = true;  // every operand known, none with a size standing in for a symbolic one
+    for (const TType* p : in) all = all && (!p || (p->known && p->symbolic_dims == 0));
     if (all) {
       std::string ops;
       for (std::size_t k = 0; k < in.size(); ++k)
@@ -581,7 +584,7 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
       fail("its operands " + ops + " do not broadcast");
     }
   }
-  for (int k = 0; k < nd.output_size(); ++k) {
+  for (int k = 0; k < nd.output_size() && !symbolic_inputs; ++k) {
     const std::string& name = nd.output(k);
     auto it = name.empty() ? types_.end() : types_.find(name);
     const TType& got = inferred[static_cast<std::size_t>(k)];
