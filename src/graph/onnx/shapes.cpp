@@ -519,10 +519,6 @@ void Importer::check_shapes_flow(int i, const std::vector<const TType*>& in,
           "(value_info; onnx.shape_inference.infer_shapes does it for standard operators)");
 }
 
-}  // namespace go::detail::onnx_import
-
-namespace go::detail::onnx_import {
-
 void Importer::check_operands(int i, const std::vector<const TType*>& in, const std::vector<TType>& inferred,
                               bool symbolic_inputs) const {
   const auto& nd = g_.node(i);
