@@ -416,6 +416,7 @@ TEST_CASE("onnx: shapes that contradict each other are an error naming the node"
     REQUIRE_THROWS_WITH(conv({3, 8}, {4, 3}, 1), Contains("its input 'x' [3, 8] has rank 2"));
     REQUIRE_THROWS_WITH(conv({1, 4, 8, 8}, {3, 2, 3, 3}, 2), Contains("not a multiple of group 2"));
     REQUIRE_THROWS_WITH(conv({1, 4, 8, 8}, {4, 2, 3, 3}, 0), Contains("group 0 is not a positive count"));
+    REQUIRE_THROWS_WITH(conv({1, 4, 8, 8}, {4, 2, 3, 3}, std::int64_t{1} << 62), Contains("takes more than 2^63"));
     // grouped: 2 groups of 2 input channels each
     CHECK(out_shape(conv({1, 4, 8, 8}, {4, 2, 3, 3}, 2), "conv") == V{1, 4, 6, 6});
   }

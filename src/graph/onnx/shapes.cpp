@@ -542,7 +542,9 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
     const __int128 takes = t == "Conv" ? static_cast<__int128>(w[1]) * group : w[0];
     if (takes != x[1] && in[0]->concrete(1) && in[1]->concrete(t == "Conv" ? 1 : 0))
       fail("its input " + operand(0) + " has " + std::to_string(x[1]) + " channels but its weight " + operand(1) +
-           " takes " + std::to_string(static_cast<long long>(takes)) + " (group " + std::to_string(group) + ")");
+           " takes " + (takes > std::numeric_limits<std::int64_t>::max() ? std::string("more than 2^63")
+                                                                            : std::to_string(static_cast<std::int64_t>(takes))) +
+           " (group " + std::to_string(group) + ")");
     if (t == "Conv" && w[0] % group != 0 && in[1]->concrete(0))
       fail("its weight " + operand(1) + " has " + std::to_string(w[0]) + " output channels, not a multiple of group " +
            std::to_string(group));
