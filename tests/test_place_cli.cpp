@@ -249,8 +249,9 @@ TEST_CASE("gopt place: bad method and missing graph fail with one line") {
   CHECK_THAT(finetune.err, Contains("--finetune: must be a whole number >= 0, got -3"));
   // a budget of 0 simulations is refused by the flag, as every method that reads it would
   for (const char* cmd : {"place", "eval"}) {
-    std::vector<std::string> args{cmd, "zoo:rnnlm2", "--cluster", "v100x2", "--budget", "0"};
-    args.insert(args.end(), {std::string(cmd) == "place" ? "--method" : "--methods", "anneal"});
+    const bool place = std::string(cmd) == "place";
+    std::vector<std::string> args{cmd, place ? "zoo:rnnlm2" : "--graphs=zoo:rnnlm2", "--cluster", "v100x2", "--budget", "0",
+                                  place ? "--method" : "--methods", "anneal"};
     const auto r = run_gopt(args);
     INFO(cmd << ": " << r.err);
     CHECK(r.code != 0);
