@@ -442,6 +442,13 @@ TEST_CASE("onnx: shapes that contradict each other are an error naming the node"
     a.value_info("y", {8, 16});
     REQUIRE_THROWS_WITH(a.load("add.onnx"), Contains("node 'add' (Add): its operands 'x' [8, 16] and 'b' [15] do not "
                                                      "broadcast"));
+    // every operator that broadcasts, as shape inference takes them (Max, comparisons, Where, ...)
+    ModelMaker mx;
+    mx.input("x", {8, 16});
+    mx.initializer("b", {15});
+    mx.node("Max", "max", {"x", "b"}, {"y"});
+    REQUIRE_THROWS_WITH(mx.load("max.onnx"), Contains("node 'max' (Max): its operands 'x' [8, 16] and 'b' [15] do not "
+                                                      "broadcast"));
   }
   SECTION("a shipped export with its input's batch changed") {
     // the exports record every intermediate shape (value_info): a batch of 1e9 in the input alone

@@ -50,6 +50,14 @@ std::optional<std::vector<std::int64_t>> window_out(const pb::NodeProto& n, cons
   return out;
 }
 
+// Operators whose output is their operands broadcast together (numpy-style, multidirectional).
+bool broadcasting_op(const std::string& t, OpKind kind) {
+  return kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div || t == "Pow" ||
+         t == "Max" || t == "Min" || t == "Mean" || t == "Equal" || t == "Less" || t == "Greater" || t == "And" ||
+         t == "Or" || t == "PRelu" || t == "Mod" || t == "LessOrEqual" || t == "GreaterOrEqual" || t == "Xor" ||
+         t == "Where";
+}
+
 std::string dims_text(const std::vector<std::int64_t>& d) {
   std::string s = "[";
   for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
@@ -459,9 +467,7 @@ std::vector<TType> Importer::infer(const pb::NodeProto& n, const std::vector<con
     if (in.size() > 1 && in[1]) o.dtype = in[1]->dtype;
     return out;
   }
-  if (kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div || t == "Pow" ||
-      t == "Max" || t == "Min" || t == "Mean" || t == "Equal" || t == "Less" || t == "Greater" || t == "And" ||
-      t == "Or" || t == "PRelu" || t == "Mod" || t == "LessOrEqual" || t == "GreaterOrEqual" || t == "Xor") {
+  if (broadcasting_op(t, kind)) {  // (Where is above)
     if (auto b = broadcast(in)) set(*b);
     if (t == "Equal" || t == "Less" || t == "Greater" || t == "And" || t == "Or" || t == "LessOrEqual" ||
         t == "GreaterOrEqual" || t == "Xor")
@@ -569,10 +575,7 @@ void Importer::check_operands(int i, const std::vector<const TType*>& in, const 
       fail("its operands " + operand(0) + " and " + operand(1) + " have inner sizes " + std::to_string(ka) + " and " +
            std::to_string(kb));
   }
-  const OpKind kind = onnx_op_kind(t);
-  const bool broadcasts = kind == OpKind::add || kind == OpKind::sub || kind == OpKind::mul || kind == OpKind::div ||
-                          t == "Pow" || t == "Where" || t == "PRelu";
-  if (broadcasts && !broadcast(in)) {
+  if (broadcasting_op(t, onnx_op_kind(t)) && !broadcast(in)) {
     bool all = true;  // every operand known, none with a size standing in for a symbolic one
     for (const TType* p : in) all = all && (!p || (p->known && p->symbolic_dims == 0));
     if (all) {
