@@ -1310,8 +1310,15 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.time_limit = 1e-9;
   const PlaceResult timed = place("go", g, cl, o);
   CHECK(timed.simulations == before + 8);
-  CHECK(timed.note.find("fine-tuned 0 updates") != std::string::npos);
+  CHECK(timed.note.find("fine-tuned 0 updates x 6 samples: none ran (the time limit") != std::string::npos);
   o.time_limit = 0;
+  // no update asked: the note says so (it said "OOM", the unset time of a result never made)
+  o.finetune = 0;
+  const PlaceResult none = place("go", g, cl, o);
+  CHECK(none.simulations == before + 8);
+  CHECK(none.note.find("fine-tuned 0 updates x 6 samples: none asked (--finetune 0)") != std::string::npos);
+  CHECK(none.note.find("OOM") == std::string::npos);
+  CHECK(none.step_time == z.step_time);  // the zero-shot answer: nothing after it ran
   // without --finetune, GO gets the search baselines' simulator budget: budget / 6 updates
   o.finetune = -1;
   o.budget = 13;
