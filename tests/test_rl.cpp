@@ -1316,7 +1316,7 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   o.finetune = 0;
   const PlaceResult none = place("go", g, cl, o);
   CHECK(none.simulations == before + 8);
-  CHECK(none.note.find("fine-tuned 0 updates x 6 samples: none asked (--finetune 0)") != std::string::npos);
+  CHECK(none.note.find("fine-tuned 0 updates x 6 samples: none asked (finetune 0)") != std::string::npos);
   CHECK(none.note.find("OOM") == std::string::npos);
   CHECK(none.step_time == z.step_time);  // the zero-shot answer: nothing after it ran
   // without --finetune, GO gets the search baselines' simulator budget: budget / 6 updates

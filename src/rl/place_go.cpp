@@ -213,7 +213,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                     std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) + " samples: ";
         // no update ran: there is no fine-tuned result to report (its time is unset, not OOM)
         if (rep.updates == 0)
-          out.note += o.finetune == 0 ? "none asked (--finetune 0)" : "none ran (the time limit was spent before the first)";
+          out.note += o.finetune == 0 ? "none asked (finetune 0)" : "none ran (the time limit was spent before the first)";
         else
           out.note += ms(rep.finetuned_step_time);
         if (std::isfinite(rep.relabelled_step_time))
