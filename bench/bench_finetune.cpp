@@ -3,9 +3,15 @@
 // it runs PPO twice with the same config, seed and anchor -- once from the pre-trained parameters,
 // once from a fresh initialization -- and reports the best step time after each update and the
 // samples each run needed to reach the final best of the run from scratch.
+// With --ablation, where fine-tuning's result comes from instead: per graph, go's fine-tuning
+// (go::rl::finetune_config) as it is, without its critical-path moves (path_moves 0), and without
+// the policy's draws (block_moves 1: every sample a block move, so nothing is learned), each with
+// its best step time and wall seconds; the same updates, seed and anchor.
 //
 //   bench_finetune [--policy policies/go-zoo-v100x248.ckpt] [--cluster v100x4] [--updates 20]
-//                  [--samples 128] [--seed 0] [--graphs g1,g2,...]   (graphs as training graphs)
+//                  [--samples 128] [--seed 0] [--graphs g1,g2,...] [--ablation]
+//   (graphs as training graphs; a graph written g@cluster runs on that cluster)
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -44,8 +50,19 @@ int main(int argc, char** argv) {
                        "/data/models/transformer_enc.onnx,zoo:gnmt2:seq=12";
   long long updates = 20, seed = 0;
   int samples = go::rl::kFinetuneSamples;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bool ablation = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--ablation") {
+      ablation = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_finetune: %s needs a value\n", k.c_str());
+      return 2;
+    }
+    const std::string v = argv[i + 1];
     if (k == "--policy") policy = v;
     else if (k == "--cluster") cluster = v;
     else if (k == "--graphs") graphs = v;
@@ -64,6 +81,39 @@ int main(int argc, char** argv) {
     const auto saved = go::rl::PpoTrainer::saved_config(file, policy);
     std::printf("policy %s, cluster %s, %lld updates x %d samples, seed %lld\n\n", policy.c_str(), c.name.c_str(),
                 updates, samples, seed);
+    if (ablation) {
+      std::printf("| graph (cluster) | ops | anchor ms | go ms (s) | without critical-path moves ms (s) | without the policy's draws ms (s) |\n");
+      std::printf("|---|---:|---:|---:|---:|---:|\n");
+      std::stringstream ss(graphs);
+      std::string spec;
+      while (std::getline(ss, spec, ',')) {
+        const auto at = spec.find('@');
+        const go::Cluster gc = at == std::string::npos ? c : go::load_cluster(spec.substr(at + 1));
+        const std::string name = spec.substr(0, at);
+        const go::OpGraph g = go::make_training_graph(go::load_graph(name));
+        const go::rl::TrainConfig cfg =
+            go::rl::finetune_config(saved, *pre, updates, samples, static_cast<std::uint64_t>(seed));
+        go::rl::TrainConfig no_path = cfg, no_draws = cfg;
+        no_path.path_moves = 0;
+        no_draws.block_moves = 1.0;
+        double anchor = 0;
+        auto run = [&](const go::rl::TrainConfig& k) {
+          const auto t0 = std::chrono::steady_clock::now();
+          go::rl::PpoTrainer t(k, {g}, gc, go::rl::load_policy(file, policy));
+          anchor = t.task(0).anchor_step_time;
+          t.train();
+          return std::pair{t.task(0).best_step_time * 1e3,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+        };
+        const auto [full, full_s] = run(cfg);
+        const auto [np, np_s] = run(no_path);
+        const auto [nd, nd_s] = run(no_draws);
+        std::printf("| %s (%s) | %d | %.2f | %.2f (%.1f) | %.2f (%.1f) | %.2f (%.1f) |\n", name.c_str(), gc.name.c_str(),
+                    g.num_ops(), anchor * 1e3, full, full_s, np, np_s, nd, nd_s);
+        std::fflush(stdout);
+      }
+      return 0;
+    }
     std::printf("| graph | ops | anchor ms | scratch best ms | fine-tuned best ms | samples to scratch's best: scratch | fine-tuned |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
     std::stringstream ss(graphs);

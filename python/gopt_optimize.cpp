@@ -296,7 +296,7 @@ void bind_optimize(py::module_& m) {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     const std::uint64_t seed = seed_arg(seed_a, "gopt.place: seed");
     const std::int64_t budget = int_arg(budget_a, "gopt.place: budget", 0, kMax);
-    // -1 is the default (budget / 128); the go methods say what else is wrong with a negative count
+    // -1 is the default (budget / 193, the most simulations of one update); the go methods say what else is wrong with a negative count
     const std::int64_t finetune = int_arg(finetune_a, "gopt.place: finetune", std::numeric_limits<std::int64_t>::min(), kMax);
     GO_CHECK(expert_a.is_none() || py::isinstance<py::str>(expert_a),
              "gopt.place: expert takes the path of a go-plan file or a dnn-partitioning expert split, got ",
@@ -357,7 +357,7 @@ Optimizes the graph on the cluster with one method of gopt.methods() and simulat
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: the path of human's expert split or go-plan file (a gopt.Plan: plan.save(path, graph) first; also random's and anneal's human start, and the human placement of GO's anchor);
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
-of 128 samples (-1: budget / 128); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
+of 128 samples, each followed by 2 x 32 critical-path moves (-1: budget / 193, the most simulations of one update); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;
 exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
 anchor_ties: best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's

@@ -667,8 +667,8 @@ class Place(unittest.TestCase):
             gopt.place(g, "v100x2", "go-zero-shot", policy="/no/policy.ckpt")
         with self.assertRaisesRegex(gopt.Error, "handles at most"):
             gopt.place(g, "v100x16", "go-zero-shot")
-        # -1 is the documented default (budget / 128 updates); other negative counts are errors
-        with self.assertRaisesRegex(gopt.Error, "finetune must be >= 0 updates \\(or -1: the budget / 128\\), got -7"):
+        # -1 is the documented default (budget / 193 updates); other negative counts are errors
+        with self.assertRaisesRegex(gopt.Error, "finetune must be >= 0 updates \\(or -1: the budget / 193, the most simulations of one update\\), got -7"):
             gopt.place(g, "v100x2", "go", finetune=-7)
         with self.assertRaisesRegex(gopt.Error, "go: the budget must be at least 1 simulation, got 0"):
             gopt.place(g, "v100x2", "go", budget=0)

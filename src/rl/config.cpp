@@ -48,6 +48,8 @@ nlohmann::json TrainConfig::to_json() const {
           {"alt_starts", alt_starts},
           {"alt_start_moves", alt_start_moves},
           {"alt_start_margin", alt_start_margin},
+          {"path_moves", path_moves},
+          {"path_chains", path_chains},
           {"threads", threads},
           {"checkpoint_every", checkpoint_every},
           {"seed", seed}};
@@ -98,6 +100,8 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
     else if (k == "alt_starts") f.integer(c.alt_starts);
     else if (k == "alt_start_moves") f.number(c.alt_start_moves);
     else if (k == "alt_start_margin") f.number(c.alt_start_margin);
+    else if (k == "path_moves") f.integer(c.path_moves);
+    else if (k == "path_chains") f.integer(c.path_chains);
     else if (k == "threads") f.integer(c.threads);
     else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
     else if (k == "seed") f.seed(c.seed);
@@ -105,7 +109,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
       GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                      "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                      "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, "
+                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, "
                      "threads, "
                      "checkpoint_every, seed)");
     }

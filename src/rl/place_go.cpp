@@ -65,6 +65,8 @@ TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const polic
   cfg.block_moves = 0.5;
   cfg.alt_starts = 3;  // half of the block moves on the best other heuristic plans within 5% of the anchor
   cfg.alt_start_moves = 0.5;
+  cfg.path_moves = kFinetunePathMoves;  // after each update, critical-path moves from the best plan
+  cfg.path_chains = kFinetunePathChains;
   return cfg;
 }
 
@@ -193,13 +195,14 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
       if (!po.anchor_placements.empty()) o.anchor_placements = po.anchor_placements;
       o.expert = po.expert_split;
-      GO_CHECK(po.finetune >= -1, "go: finetune must be >= 0 updates (or -1: the budget / ", finetune_samples,
-               "), got ", po.finetune);
+      const std::int64_t per_update = finetune_update_simulations(finetune_samples);
+      GO_CHECK(po.finetune >= -1, "go: finetune must be >= 0 updates (or -1: the budget / ", per_update,
+               ", the most simulations of one update), got ", po.finetune);
       const bool counted = kind == Kind::finetuned || (kind == Kind::one && po.time_limit <= 0);
       GO_CHECK(!counted || po.finetune >= 0 || po.budget >= 1, "go: the budget must be at least 1 simulation, got ",
                po.budget);
       const std::int64_t updates =
-          po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / finetune_samples);
+          po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / per_update);
       o.finetune = kind == Kind::zero_shot ? 0 : counted ? updates : 100000;
       GoPlaceReport rep;
       Plan p = go_place(g, c, o, &rep);

@@ -30,6 +30,7 @@
 #include "go/optim/adam.hpp"
 #include "go/policy/decode.hpp"
 #include "go/rl/anchor.hpp"
+#include "go/rl/path_moves.hpp"
 #include "go/policy/features.hpp"
 #include "go/policy/policy.hpp"
 #include "go/policy/to_plan.hpp"
@@ -479,6 +480,12 @@ UpdateStats PpoTrainer::update() {
       if (t.best_step_time != s.step_time) continue;
       t.pg.set_anchor(s.actions.device.clone(), s.actions.priority.clone(), s.actions.fuse.clone());
     }
+  // 8. critical-path moves from each graph's anchor (after re-anchoring: from the best plan found)
+  if (cfg_.path_moves > 0 && cfg_.policy.anchor) {
+    const auto t_climb = std::chrono::steady_clock::now();
+    for (std::size_t gi : sel) climb_paths(*tasks_[gi], gi, urng, u);
+    st.simulate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_climb).count();
+  }
   ++updates_done_;
   const auto t_end = std::chrono::steady_clock::now();
   st.seconds = std::chrono::duration<double>(t_end - t0).count();
@@ -487,6 +494,45 @@ UpdateStats PpoTrainer::update() {
   st.train_seconds = std::chrono::duration<double>(t_end - t_simulated).count();
   st.samples_per_second = st.seconds > 0 ? static_cast<double>(N) / st.seconds : 0;
   return st;
+}
+
+std::int64_t PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {
+  if (!t.pg.has_anchor()) return 0;
+  const policy::Actions start{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+  const int chains = cfg_.path_chains;
+  const int nthreads = item_threads(cfg_.threads, static_cast<std::size_t>(chains));
+  reserve_workspaces(t, nthreads);
+  SimWorkspace& ws0 = workspace_of(t, 0);
+  const Plan start_plan = plan_of(t, start);
+  const SimResult start_result = t.sim->simulate(start_plan, ws0);
+  t.trace.add(start_result.valid, start_result.step_time);
+  ++t.samples;
+  if (!start_result.valid || !std::isfinite(start_result.step_time)) return 1;
+  const StepPath start_path = step_critical_path(*t.sim, start_plan, ws0);
+  std::vector<PathClimb> climbs(static_cast<std::size_t>(chains));
+  const auto decode = [&](const policy::Actions& a) { return plan_of(t, a); };
+  parallel_items(0, climbs.size(), nthreads, "ppo: critical-path moves failed", [&](int tid, std::size_t c) {
+    const Rng r = urng.fork((1ull << 61) | (static_cast<std::uint64_t>(graph) << 32) | c);
+    climbs[c] = climb_critical_path(*t.sim, t.pg, workspace_of(t, tid), start, start_plan, start_result.step_time,
+                                    start_path, cfg_.path_moves, cfg_.policy.priority_levels, r, decode);
+  });
+  const double at = t.trace.seconds();
+  std::int64_t made = 1;
+  std::size_t best = 0;
+  for (std::size_t c = 0; c < climbs.size(); ++c) {
+    for (const auto& [valid, time] : climbs[c].simulated) t.trace.add_at(valid, time, at);
+    made += static_cast<std::int64_t>(climbs[c].simulated.size());
+    if (climbs[c].step_time < climbs[best].step_time) best = c;
+  }
+  t.samples += made - 1;
+  PathClimb& b = climbs[best];
+  if (b.step_time < t.best_step_time) {
+    t.best_step_time = b.step_time;
+    t.best_plan = std::move(b.plan);
+    t.best_update = update + 1;
+    if (cfg_.reanchor) t.pg.set_anchor(b.actions.device, b.actions.priority, b.actions.fuse);
+  }
+  return made;
 }
 
 void PpoTrainer::save_checkpoint(const std::string& path) const {

@@ -61,6 +61,14 @@
 //     "alt_start_moves": 0.0,      // fraction of the block moves made on one of them (uniformly)
 //                                  // instead of on the policy's draw (fine-tuning sets 0.5)
 //     "alt_start_margin": 0.05,    // a start's step time is at most (1 + this) x the anchor's
+//     "path_moves": 0,             // after each update, simulations per chain of a hill-climb from each
+//                                  // graph's anchor that changes only what its critical path says holds
+//                                  // the step (go/rl/path_moves.hpp): a unit waiting for its device or
+//                                  // for a transfer moves to another device, or its level or its
+//                                  // blocker's changes by one; proposals, out of the loss, as block
+//                                  // moves are (fine-tuning sets 32)
+//     "path_chains": 2,            // such hill-climbs per update and graph, each from the anchor with its
+//                                  // own random stream (run side by side); the fastest end is kept
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -152,6 +160,8 @@ struct TrainConfig {
   int alt_starts = 0;
   double alt_start_moves = 0.0;
   double alt_start_margin = 0.05;
+  int path_moves = 0;
+  int path_chains = 2;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -192,6 +202,9 @@ struct TrainConfig {
     GO_CHECK(alt_start_moves >= 0 && alt_start_moves <= 1, "train config: \"alt_start_moves\" is ", alt_start_moves,
              ", must be in [0, 1]");
     GO_CHECK(alt_start_margin >= 0, "train config: \"alt_start_margin\" is ", alt_start_margin, ", must be >= 0");
+    GO_CHECK(path_moves >= 0, "train config: \"path_moves\" is ", path_moves, ", must be >= 0");
+    GO_CHECK(path_chains >= 1 && path_chains <= 64, "train config: \"path_chains\" is ", path_chains,
+             ", must be in [1, 64]");
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");
     GO_CHECK(threads >= 0, "train config: \"threads\" is ", threads, ", must be >= 0");
     for (const auto& [key, list, known] : {std::tuple{"anchor_placements", &anchor_placements, &kAnchorPlacements},

@@ -6,10 +6,11 @@
 //   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
 //                 decisions are simulated, the best valid one is the answer.
 //   go            the same, then `finetune` PPO updates of `finetune_samples` (128) samples on this
-//                 graph (PlaceOptions::finetune; -1 = budget / finetune_samples, so that GO gets the
-//                 simulator budget the search baselines get), re-anchored on every improvement, half
-//                 of the samples block moves, half of those made on the other heuristic plans within
-//                 5% of the anchor, each hill-climbed on its own (finetune_config); the best valid
+//                 graph (PlaceOptions::finetune; -1 = budget / finetune_update_simulations, so that
+//                 GO gets the simulator budget the search baselines get), re-anchored on every
+//                 improvement, half of the samples block moves, half of those made on the other
+//                 heuristic plans within 5% of the anchor, each hill-climbed on its own, and after
+//                 each update critical-path moves from the best plan (finetune_config); the best valid
 //                 plan seen (the anchor (go/rl/anchor.hpp, which the policy starts from), the
 //                 zero-shot plans, or any plan sampled while fine-tuning) is the answer, with its
 //                 devices relabelled where that is faster (go/baselines/relabel.hpp: swaps of two
@@ -80,13 +81,30 @@ struct GoPlaceReport {
 // moves in two orders").
 inline constexpr int kFinetuneSamples = 128;
 
+// After each fine-tuning update, kFinetunePathChains hill-climbs of kFinetunePathMoves critical-path
+// moves each from the best plan found (TrainConfig::path_moves, go/rl/path_moves.hpp): a unit of
+// its critical path that waited for its device or a transfer moves to another device, or its level
+// or its blocker's changes. The policy's draws and the block moves change rows wherever they are;
+// the step time is set by one path. Measured (bench/README.md "Critical-path moves"): 32 per chain
+// lowers GO's plans by 0.5-3.8% on the paper table's rows for 5-40% more time; 128 gains little
+// more for twice that time.
+inline constexpr int kFinetunePathMoves = 32;
+inline constexpr int kFinetunePathChains = 2;
+// The most simulations one fine-tuning update of `samples` samples makes: the samples, the climbs'
+// start and their proposals. Without a count of updates, the go methods run budget / this many, so
+// that GO simulates no more than the search baselines.
+constexpr std::int64_t finetune_update_simulations(int samples) {
+  return samples + 1 + static_cast<std::int64_t>(kFinetunePathChains) * kFinetunePathMoves;
+}
+
 // The config of fine-tuning `policy` (read from `policy_path`) on one graph: the checkpoint's
 // training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
 // samples in one minibatch (a gradient step per epoch, as with 16 samples: 128 in minibatches of 64
 // took 1.7-1.8x the time, for plans better on two of four rows and worse on two), seeded by `seed`, on the graph as given, anchored on every
 // heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
 // ("block_moves": a run of the rows or of the depth-first order on one device, annealing's move,
-// outside the loss). Measured
+// outside the loss), and after each update kFinetunePathChains climbs of kFinetunePathMoves
+// critical-path moves from the best plan ("path_moves", "path_chains"). Measured
 // (bench/README.md "Fine-tuning: re-anchoring and block moves", "Fine-tuning: 128 samples per
 // update, block moves in two orders"): with 16 samples re-anchoring helped (amoebanet x4 576.2 ->
 // 558.1 ms) and block moves stalled gnmt4; with 128 samples and block moves in both orders, 8 of 9
