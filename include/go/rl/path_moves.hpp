@@ -107,7 +107,10 @@ inline PathClimb climb_critical_path(const Simulator& sim, const policy::PolicyG
       for (OpId v : unit_ops) {
         const std::int32_t r = pg.row_of[static_cast<std::size_t>(v)];
         const std::int32_t to = lev[r] + (up ? 1 : -1);
-        if (to >= 0 && to < levels) changed.emplace_back(r, lev[r]), lev[r] = to;
+        if (to >= 0 && to < levels) {
+          changed.emplace_back(r, lev[r]);
+          lev[r] = to;
+        }
       }
     } else if (num_devices > 1) {  // the unit (and its colocation groups) to another device
       ops_of(unit.unit);
@@ -116,7 +119,10 @@ inline PathClimb climb_critical_path(const Simulator& sim, const policy::PolicyG
       if (to >= from) ++to;
       auto move = [&](OpId v) {
         const std::int32_t r = pg.row_of[static_cast<std::size_t>(v)];
-        if (dev[r] != to) changed.emplace_back(r, dev[r]), dev[r] = to;
+        if (dev[r] != to) {
+          changed.emplace_back(r, dev[r]);
+          dev[r] = to;
+        }
       };
       for (OpId v : unit_ops) {
         move(v);
