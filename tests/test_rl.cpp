@@ -1357,7 +1357,10 @@ TEST_CASE("PPO with critical-path moves: proposals after each update, determinis
   CHECK(without.task(0).best_step_time == without.task(0).anchor_step_time);
   PpoTrainer with(config(8, 2), {g}, cl);
   const std::int64_t before = with.task(0).trace.samples();
-  with.train();
+  with.train([](const UpdateStats& st) {  // the climbs count as simulation time, once
+    CHECK(st.sample_seconds + st.simulate_seconds + st.train_seconds <= st.seconds + 1e-6);
+    CHECK(st.simulate_seconds > 0);
+  });
   CHECK(with.task(0).best_step_time < with.task(0).anchor_step_time * 0.8);
   const std::int64_t made = with.task(0).trace.samples() - before;
   CHECK(made > 4 * 16 + 4);                 // every update: its samples, the start, some proposals

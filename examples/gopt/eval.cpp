@@ -248,7 +248,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the samples per update, so that GO gets the simulations of random and anneal)")
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the most simulations of one update (193), so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,
                   "write each graph's best valid plan and its Chrome trace (chrome://tracing, ui.perfetto.dev) here, as "

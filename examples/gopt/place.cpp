@@ -114,7 +114,7 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the samples per update, at least 1, so that GO gets the simulations of random and anneal)")
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the most simulations of one update (193), at least 1, so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split or go-plan file to use; random and anneal start from it, and GO's anchor "
                   "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement")->check(path_given());

@@ -228,7 +228,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   };
   PlaceMethod go{"go",
                  "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " +
-                     std::to_string(finetune_samples) + " samples (--policy, --finetune, --time-limit)",
+                     std::to_string(finetune_samples) + " samples, each followed by critical-path moves "
+                     "(--policy, --finetune, --time-limit)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   go.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::policy,

@@ -480,18 +480,17 @@ UpdateStats PpoTrainer::update() {
       if (t.best_step_time != s.step_time) continue;
       t.pg.set_anchor(s.actions.device.clone(), s.actions.priority.clone(), s.actions.fuse.clone());
     }
-  // 8. critical-path moves from each graph's anchor (after re-anchoring: from the best plan found)
-  if (cfg_.path_moves > 0 && cfg_.policy.anchor) {
-    const auto t_climb = std::chrono::steady_clock::now();
+  const auto t_trained = std::chrono::steady_clock::now();
+  // 8. critical-path moves from each graph's anchor (after re-anchoring: from the best plan found),
+  // counted as simulation time
+  if (cfg_.path_moves > 0 && cfg_.policy.anchor)
     for (std::size_t gi : sel) climb_paths(*tasks_[gi], gi, urng, u);
-    st.simulate_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_climb).count();
-  }
   ++updates_done_;
   const auto t_end = std::chrono::steady_clock::now();
   st.seconds = std::chrono::duration<double>(t_end - t0).count();
   st.sample_seconds = std::chrono::duration<double>(t_sampled - t0).count();
-  st.simulate_seconds = std::chrono::duration<double>(t_simulated - t_sampled).count();
-  st.train_seconds = std::chrono::duration<double>(t_end - t_simulated).count();
+  st.simulate_seconds = std::chrono::duration<double>((t_simulated - t_sampled) + (t_end - t_trained)).count();
+  st.train_seconds = std::chrono::duration<double>(t_trained - t_simulated).count();
   st.samples_per_second = st.seconds > 0 ? static_cast<double>(N) / st.seconds : 0;
   return st;
 }

@@ -15,7 +15,8 @@
 // groups along (decode puts a colocation group on its first op's device). A proposal is decoded
 // and simulated; it is kept when it fits and is faster, and then the path is read again from the
 // same simulation (no second run). Random over a seeded stream, so one start and one stream give
-// one climb whatever the thread count. Measured in bench/README.md "Critical-path moves".
+// one climb whatever the thread count. Measured in bench/README.md "Critical-path moves in
+// fine-tuning".
 #include <cmath>
 #include <cstdint>
 #include <functional>

@@ -85,9 +85,9 @@ inline constexpr int kFinetuneSamples = 128;
 // moves each from the best plan found (TrainConfig::path_moves, go/rl/path_moves.hpp): a unit of
 // its critical path that waited for its device or a transfer moves to another device, or its level
 // or its blocker's changes. The policy's draws and the block moves change rows wherever they are;
-// the step time is set by one path. Measured (bench/README.md "Critical-path moves"): 32 per chain
-// lowers GO's plans by 0.5-3.8% on the paper table's rows for 5-40% more time; 128 gains little
-// more for twice that time.
+// the step time is set by one path. Measured (bench/README.md "Critical-path moves in fine-tuning"):
+// 32 per chain lowers GO's plans by 0.5-3.8% on the paper table's rows but RNNLM (unchanged) for up
+// to 45% more time, and the 80,588-op GNMT's by 9.4%; 128 gains little more for 1.2-1.6x the time.
 inline constexpr int kFinetunePathMoves = 32;
 inline constexpr int kFinetunePathChains = 2;
 // The most simulations one fine-tuning update of `samples` samples makes: the samples, the climbs'

@@ -172,7 +172,8 @@ struct UpdateStats {
   int epochs_run = 0;
   std::int64_t samples = 0;
   double seconds = 0, samples_per_second = 0;
-  // where the update's wall time went: sampling pass(es), decoding + simulation, gradient epochs
+  // where the update's wall time went: sampling pass(es), decoding + simulation (the samples' and the
+  // critical-path moves'), gradient epochs
   double sample_seconds = 0, simulate_seconds = 0, train_seconds = 0;
 };
 
