@@ -1314,7 +1314,10 @@ TEST_CASE("Critical-path moves: held units moved or reprioritized, by hand", "[r
     double best = c.start;
     int faster = 0;
     for (const auto& [valid, t] : c.climb.simulated)
-      if (valid && t < best) best = t, ++faster;
+      if (valid && t < best) {
+        best = t;
+        ++faster;
+      }
     CHECK(faster == c.climb.accepted);
     CHECK(best == c.climb.step_time);
     if (colocated) {  // the only way there is b1 before a on device 0: a level, not a device
