@@ -495,8 +495,8 @@ UpdateStats PpoTrainer::update() {
   return st;
 }
 
-std::int64_t PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {
-  if (!t.pg.has_anchor()) return 0;
+void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {
+  if (!t.pg.has_anchor()) return;
   const policy::Actions start{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
   const int chains = cfg_.path_chains;
   const int nthreads = item_threads(cfg_.threads, static_cast<std::size_t>(chains));
@@ -506,7 +506,7 @@ std::int64_t PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng&
   const SimResult start_result = t.sim->simulate(start_plan, ws0);
   t.trace.add(start_result.valid, start_result.step_time);
   ++t.samples;
-  if (!start_result.valid || !std::isfinite(start_result.step_time)) return 1;
+  if (!start_result.valid || !std::isfinite(start_result.step_time)) return;
   const StepPath start_path = step_critical_path(*t.sim, start_plan, ws0);
   std::vector<PathClimb> climbs(static_cast<std::size_t>(chains));
   const auto decode = [&](const policy::Actions& a) { return plan_of(t, a); };
@@ -516,14 +516,12 @@ std::int64_t PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng&
                                     start_path, cfg_.path_moves, cfg_.policy.priority_levels, r, decode);
   });
   const double at = t.trace.seconds();
-  std::int64_t made = 1;
   std::size_t best = 0;
   for (std::size_t c = 0; c < climbs.size(); ++c) {
     for (const auto& [valid, time] : climbs[c].simulated) t.trace.add_at(valid, time, at);
-    made += static_cast<std::int64_t>(climbs[c].simulated.size());
+    t.samples += static_cast<std::int64_t>(climbs[c].simulated.size());
     if (climbs[c].step_time < climbs[best].step_time) best = c;
   }
-  t.samples += made - 1;
   PathClimb& b = climbs[best];
   if (b.step_time < t.best_step_time) {
     t.best_step_time = b.step_time;
@@ -531,7 +529,6 @@ std::int64_t PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng&
     t.best_update = update + 1;
     if (cfg_.reanchor) t.pg.set_anchor(b.actions.device, b.actions.priority, b.actions.fuse);
   }
-  return made;
 }
 
 void PpoTrainer::save_checkpoint(const std::string& path) const {

@@ -375,8 +375,8 @@ class PpoTrainer {
   // After an update (TrainConfig::path_moves): path_chains hill-climbs of critical-path moves
   // (go/rl/path_moves.hpp) from graph t's anchor, side by side; the fastest end that beats the
   // graph's best plan becomes it (and with reanchor the anchor). Every simulation goes into the
-  // trace, the start's first, then each chain's in chain order. Returns the simulations made.
-  std::int64_t climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update);
+  // trace, the start's first, then each chain's in chain order.
+  void climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update);
   // Simulation workspaces per thread and graph, made on a thread's first use and kept for later
   // batches (zero_shot's and every update's).
   static void reserve_workspaces(GraphTask& t, int nthreads) {
