@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GO paper's placement table (its 14 rows), simulated: per row, every baseline, the best
-# heuristic, annealing (twice: from its own starts, and from GO's anchor too), HDP (as the reference
-# sets it, and tuned for this simulator) and GO-one given the same wall-clock time as GO fine-tuned,
-# GO zero-shot and GO fine-tuned, with each optimizer's wall time.
+# heuristic, annealing (twice: from its own starts, and from GO's anchor too), GO's fine-tuning search
+# without the policy (anchor-search), HDP (as the reference sets it, and tuned for this simulator) and
+# GO-one given the same wall-clock time as GO fine-tuned, GO zero-shot and GO fine-tuned, with each
+# optimizer's wall time.
 #
 #   bench/paper_table.sh [--finetune N] [--policy CKPT] [--rows LIST] [--out DIR] [--seed S]
 #
@@ -17,7 +18,8 @@
 # AmoebaNet on 4, WaveNet 2 stacks on 2 and 4 stacks on 4.
 # Per row: (1) `gopt eval` with human, metis, heft, m-etf, m-sct, best-heuristic, go-zero-shot and go
 # (--finetune N); (2) T = go's optimize_seconds; (3) `gopt eval` with anneal (placement, priorities
-# and fusion), anneal-anchor (the same, starting also from GO's anchor), hdp, hdp-tuned and go-one,
+# and fusion), anneal-anchor (the same, starting also from GO's anchor), anchor-search (GO's block
+# moves and critical-path moves from its anchor, without the policy), hdp, hdp-tuned and go-one,
 # all with --time-limit T. Cells: simulated step time in ms (optimizer wall seconds); OOM = the plan
 # does not fit. Column "bound": no plan of the row simulates faster (`gopt simulate --json`'s
 # lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of
@@ -64,22 +66,23 @@ for row in "${ROWS[@]}"; do
     --methods human,metis,heft,m-etf,m-sct,best-heuristic,go-zero-shot,go --finetune "$FINETUNE" \
     --csv "$OUT/$name.a.csv" > /dev/null
   T=$(python3 -c "import csv,sys; print(next(r['optimize_seconds'] for r in csv.DictReader(open(sys.argv[1])) if r['method'] == 'go'))" "$OUT/$name.a.csv")
-  echo "   go took $T s: anneal, anneal-anchor, hdp, hdp-tuned and go-one get as long" >&2
+  echo "   go took $T s: anneal, anneal-anchor, anchor-search, hdp, hdp-tuned and go-one get as long" >&2
   "$GOPT" eval --graphs "$graph" --training --cluster "$cluster" --seed "$SEED" --policy "$POLICY" \
-    --methods anneal,anneal-anchor,hdp,hdp-tuned,go-one --time-limit "$T" --budget 100000000 --csv "$OUT/$name.b.csv" > /dev/null
+    --methods anneal,anneal-anchor,anchor-search,hdp,hdp-tuned,go-one --time-limit "$T" --budget 100000000 --csv "$OUT/$name.b.csv" > /dev/null
   "$GOPT" simulate "$graph" --training --cluster "$cluster" --json > "$OUT/$name.bound.json"
 done
 
 python3 - "$OUT" "${ROWS[@]}" <<'EOF' | tee "$OUT/table.md"
 import csv, math, os, sys
 out, rows = sys.argv[1], [r.split() for r in sys.argv[2:]]
-cols = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "hdp", "hdp-tuned", "go-one",
-        "go-zero-shot", "go"]
-non_go = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "hdp", "hdp-tuned"]
+cols = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "anchor-search", "hdp",
+        "hdp-tuned", "go-one", "go-zero-shot", "go"]
+non_go = ["human", "metis", "heft", "m-etf", "m-sct", "best-heuristic", "anneal", "anneal-anchor", "anchor-search", "hdp",
+          "hdp-tuned"]
 print("| model (GPUs) | ops | bound | " + " | ".join(cols) + " |")
 print("|---|---:|---:|" + "---:|" * len(cols))
 ratios = {c: [] for c in cols}
-vs_best, bound_vs_best = [], []
+vs_best, bound_vs_best, vs_search = [], [], []
 for name, graph, cluster in rows:
     cells = {}
     for part in "ab":
@@ -107,6 +110,8 @@ for name, graph, cluster in rows:
     best = min(ms(c) for c in non_go)
     if math.isfinite(best) and math.isfinite(ms("go")):
         vs_best.append(ms("go") / best)
+    if math.isfinite(ms("go")) and math.isfinite(ms("anchor-search")):
+        vs_search.append(ms("go") / ms("anchor-search"))
     bound = math.nan
     if os.path.exists(f"{out}/{name}.bound.json"):
         import json
@@ -120,6 +125,10 @@ print("| geo-mean / human | | | " + " | ".join(f"{geo(ratios[c]):.3f} ({len(rati
 print(f"\nGO fine-tuned / best non-GO cell of its row: geo-mean {geo(vs_best):.3f}, worst {max(vs_best, default=math.nan):.3f} "
       f"({len(vs_best)} rows); zero-shot / fine-tuned: geo-mean "
       f"{geo([a / b for a, b in zip(ratios['go-zero-shot'], ratios['go'])]):.3f}")
+if vs_search:
+    print(f"GO fine-tuned / anchor-search (its search without the policy, the same time): geo-mean {geo(vs_search):.3f}, "
+          f"over {len(vs_search)} rows GO behind by more than 0.1% on {sum(v > 1.001 for v in vs_search)}, ahead by more "
+          f"than 0.1% on {sum(v < 0.999 for v in vs_search)}")
 if bound_vs_best:
     print(f"bound / best non-GO cell (no plan can go lower): geo-mean {geo(bound_vs_best):.3f}, highest "
           f"{max(bound_vs_best):.3f} ({len(bound_vs_best)} rows)")

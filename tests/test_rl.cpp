@@ -1385,6 +1385,71 @@ TEST_CASE("PPO with critical-path moves: proposals after each update, determinis
   CHECK_THROWS_WITH(TrainConfig::parse(R"({"path_chains": 0})"), Catch::Contains("path_chains"));
 }
 
+// The search of fine-tuning without the policy (anchor-search): block moves on the anchor's actions
+// where update() makes them on the policy's draws, then the critical-path climbs.
+TEST_CASE("PPO search rounds: block moves on the anchor, no pass of the network, deterministic", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = same_two();
+  auto config = [](int path_moves, int threads) {
+    TrainConfig c = anchored_on_default(5, 10.f, 4);
+    c.block_moves = 1.0;
+    c.reanchor = true;
+    c.path_moves = path_moves;
+    c.threads = threads;
+    return c;
+  };
+  PpoTrainer t(config(0, 2), {g}, cl), untrained(config(0, 2), {g}, cl);
+  const double anchor = t.task(0).anchor_step_time;
+  const std::int64_t before = t.task(0).trace.samples();
+  double last = anchor;
+  for (int r = 0; r < 4; ++r) {
+    const UpdateStats st = t.search_round();
+    CHECK(st.update == r + 1);
+    CHECK(st.samples == 16);  // every sample a block move; no climbs without path_moves
+    CHECK(st.best_step_time <= last);
+    last = st.best_step_time;
+  }
+  CHECK(t.updates_done() == 4);
+  CHECK(t.task(0).trace.samples() - before == 4 * 16);
+  CHECK(t.task(0).best_step_time < anchor * 0.8);  // a chain moved whole: the two run side by side
+  CHECK(t.task(0).trace.best() == t.task(0).best_step_time);
+  CHECK(same_parameters(*t.policy(), *untrained.policy()));  // nothing learned
+  const Simulator sim(g, cl);
+  {  // the anchor followed the best proposal, and the best plan is its decoding
+    const GraphTask& k = t.task(0);
+    CHECK(sim.simulate(t.plan_of(0, {k.pg.anchor_device, k.pg.anchor_priority, k.pg.anchor_fuse})).step_time ==
+          k.best_step_time);
+    CHECK(sim.simulate(k.best_plan).step_time == k.best_step_time);
+  }
+  // with the climbs: each round adds their start and at most 2 x 8 proposals
+  PpoTrainer climbs(config(8, 2), {g}, cl), one(config(8, 1), {g}, cl);
+  const std::int64_t c0 = climbs.task(0).trace.samples();
+  for (int r = 0; r < 4; ++r) {
+    climbs.search_round();
+    one.search_round();
+  }
+  const std::int64_t made = climbs.task(0).trace.samples() - c0;
+  CHECK(made > 4 * (16 + 1));
+  CHECK(made <= 4 * (16 + 1 + 2 * 8));
+  CHECK(climbs.task(0).best_step_time <= t.task(0).best_step_time * 1.0001);
+  // the same seed gives the same rounds, whatever the thread count
+  CHECK(one.task(0).best_plan.device == climbs.task(0).best_plan.device);
+  CHECK(one.task(0).best_plan.priority == climbs.task(0).best_plan.priority);
+  CHECK(one.task(0).best_step_time == climbs.task(0).best_step_time);
+  // one device: no block move changes a plan, so none is simulated; the climbs still run
+  const Cluster solo = Cluster::uniform("solo", DeviceSpec::v100(), 1, 25e9, 2e-5);
+  PpoTrainer single(config(8, 2), {g}, solo);
+  const std::int64_t s0 = single.task(0).trace.samples();
+  CHECK(single.search_round().samples == 0);
+  CHECK(single.task(0).trace.samples() - s0 >= 1);
+  CHECK(single.task(0).trace.samples() - s0 <= 1 + 2 * 8);
+  // the rounds move the anchor by block moves only: any other share is a config mistake
+  TrainConfig half = config(0, 2);
+  half.block_moves = 0.5;
+  PpoTrainer mixed(half, {g}, cl);
+  CHECK_THROWS_WITH(mixed.search_round(), Catch::Contains("block_moves"));
+}
+
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
   const OpGraph g = two_chains(6);
   const Cluster cl = same_two();
@@ -1508,6 +1573,35 @@ TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through
   CHECK(aa.step_time == Simulator(g, cl).simulate(aa.plan).step_time);
   o.budget = 1;  // only one start fits the budget: the anchor's
   CHECK(place("anneal-anchor", g, cl, o).step_time <= bh.step_time);
+  {  // anchor-search: go's rounds from the anchor without the policy, which it never reads
+    PlaceOptions so = o;
+    so.policy = temp_path("no_such_policy.ckpt");
+    so.finetune = 4;
+    const PlaceResult s = place("anchor-search", g, cl, so);
+    REQUIRE(s.valid);
+    CHECK(s.step_time <= bh.step_time);
+    CHECK(s.step_time == Simulator(g, cl).simulate(s.plan).step_time);
+    CHECK(check_plan(g, s.plan, 2).empty());
+    CHECK(s.note.find("searched 4 rounds x 6 block moves and 2 x 32 critical-path moves: ") != std::string::npos);
+    CHECK(s.note.find("zero-shot") == std::string::npos);
+    // no zero-shot samples: the anchor's candidates, the reference, then each round's 6 proposals,
+    // the climbs' start and at most their 64 proposals
+    const std::int64_t rounds = s.simulations - before;
+    CHECK(rounds >= 4 * 7);
+    CHECK(rounds <= 4 * finetune_update_simulations(6));
+    CHECK(place("anchor-search", g, cl, so).plan.device == s.plan.device);  // same seed, same answer
+    CHECK(!find_place_method("anchor-search").reads_option(PlaceOption::policy));
+    so.time_limit = 1e-9;
+    const PlaceResult timed_search = place("anchor-search", g, cl, so);
+    CHECK(timed_search.note.find("searched 0 rounds") != std::string::npos);
+    CHECK(timed_search.note.find("none ran (the time limit") != std::string::npos);
+    CHECK(timed_search.step_time == bh.step_time);  // the anchor, searched no further
+    // a cluster wider than any policy: the search has no network to limit it
+    const Cluster wide = Cluster::uniform("same4", DeviceSpec::v100(), 4, 25e9, 2e-5);
+    so.time_limit = 0;
+    so.finetune = 1;
+    CHECK(place("anchor-search", g, wide, so).valid);
+  }
   o.policy = temp_path("no_such_policy.ckpt");
   CHECK_THROWS_WITH(place("go", g, cl, o), Catch::Contains("not found"));
   o.policy.clear();

@@ -24,10 +24,10 @@ namespace gopt {
 inline constexpr const char* kGraphFileHelp =
     "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N])";
 inline constexpr const char* kFusionHelp =
-    "none | xla: greedy producer-consumer fusion after placement (default none; anneal, anneal-anchor and the go "
-    "methods choose fusion themselves)";
+    "none | xla: greedy producer-consumer fusion after placement (default none; anneal, anneal-anchor, anchor-search "
+    "and the go methods choose fusion themselves)";
 inline constexpr const char* kTimeLimitHelp =
-    "anneal, anneal-anchor, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
+    "anneal, anneal-anchor, anchor-search, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
     "then trains as many updates as go; exact then stops after 60 s; exact's limit is CBC's, which checks its clock "
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
 inline constexpr const char* kFitMemoryHelp =
@@ -37,14 +37,14 @@ inline constexpr const char* kFitMemoryHelp =
     "moves' simulations count in optimize_seconds; off by default: "
     "a heuristic's plan is its rule's)";
 inline constexpr const char* kAnchorTiesHelp =
-    "best-heuristic, anneal-anchor, go methods: orders of the ops of one priority level GO's anchor is chosen "
+    "best-heuristic, anneal-anchor, anchor-search, go methods: orders of the ops of one priority level GO's anchor is chosen "
     "from, of program,first-ready,latest,depth-first: every candidate in the first, its best four in each other "
     "one; latest and first-ready when not listed are tried on those four as answers only, never as the anchor "
     "(default program,first-ready; latest = the op latest in topological order first; depth-first = one stream "
     "of independent work through every layer before the next, weights taken as given; the pipelined candidates, "
     "see --anchor-placements, are in depth-first order whatever is listed)";
 inline std::string anchor_placements_help() {
-  return "best-heuristic, anneal-anchor, go methods: the placements GO's anchor starts from, of " +
+  return "best-heuristic, anneal-anchor, anchor-search, go methods: the placements GO's anchor starts from, of " +
          go::rl::kAnchorPlacements +
          " (default: all; fit = the fastest candidate that runs out of memory, where faster than the best that "
          "fits, with op sets moved off the devices that overflow until it fits; spread = the best of the others "

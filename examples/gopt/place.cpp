@@ -114,10 +114,10 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
-  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the most simulations of one update (193), at least 1, so that GO gets the simulations of random and anneal)")
+  cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the most simulations of one update (193), at least 1, so that GO gets the simulations of random and anneal); anchor-search: its rounds, the same")
       ->check(count_at_least());
   cmd->add_option("--expert", opts->expert, "human: the expert split or go-plan file to use; random and anneal start from it, and GO's anchor "
-                  "(best-heuristic, anneal-anchor, the go methods) takes its devices as the human placement")->check(path_given());
+                  "(best-heuristic, anneal-anchor, anchor-search, the go methods) takes its devices as the human placement")->check(path_given());
   cmd->add_flag("--training", opts->training, "expand to the training graph (forward + backward + update) first");
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)")->check(path_given());

@@ -603,7 +603,7 @@ class Simulate(unittest.TestCase):
 
 class Place(unittest.TestCase):
     ALL = ["default", "human", "pipeline", "metis", "heft", "m-topo", "m-etf", "m-sct", "random", "anneal", "go",
-           "go-zero-shot", "go-one", "best-heuristic", "anneal-anchor", "hdp", "hdp-tuned", "exact"]
+           "go-zero-shot", "go-one", "best-heuristic", "anneal-anchor", "anchor-search", "hdp", "hdp-tuned", "exact"]
 
     def test_registry(self):
         self.assertEqual(sorted(gopt.methods()), sorted(self.ALL))

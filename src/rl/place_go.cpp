@@ -85,8 +85,9 @@ std::string GoPlaceReport::stages() const {
 Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPlaceReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& policy_path = o.policy;
-  GO_CHECK(!policy_path.empty(), "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x248.ckpt)");
-  {
+  GO_CHECK(o.search_only || !policy_path.empty(),
+           "go: no policy file (pass --policy <file>, e.g. policies/go-zoo-v100x248.ckpt)");
+  if (!o.search_only) {
     std::error_code ec;
     GO_CHECK(std::filesystem::is_regular_file(policy_path, ec), "go: policy file '", policy_path,
              "' not found (pass --policy <file>)");
@@ -95,16 +96,28 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   GO_CHECK(o.finetune_samples >= 2, "go: finetune_samples must be >= 2, got ", o.finetune_samples);
   GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
   GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
-  const LoadedTensors file = load_tensors(policy_path);  // read and checksummed once for the weights and the config
-  std::shared_ptr<policy::GoPolicy> pol = load_policy(file, policy_path);
-  if (o.from_scratch) {
-    policy::PolicyConfig pc = pol->config();
-    pc.seed = o.seed + 1;  // a fresh draw of the same architecture
+  std::shared_ptr<policy::GoPolicy> pol;
+  TrainConfig cfg;
+  if (o.search_only) {
+    // the network is never run: a default one carries the decoding settings (priority levels,
+    // anchor) that best-heuristic and anneal-anchor use too
+    policy::PolicyConfig pc;
+    pc.max_devices = std::max(pc.max_devices, c.num_devices());
     pol = std::make_shared<policy::GoPolicy>(pc);
+    cfg = finetune_config(std::nullopt, *pol, o.finetune, o.finetune_samples, o.seed, o.anchor_ties,
+                          o.anchor_placements, o.expert);
+    cfg.block_moves = 1.0;  // every proposal a block move on the anchor or a starting point
+  } else {
+    const LoadedTensors file = load_tensors(policy_path);  // read and checksummed once for the weights and the config
+    pol = load_policy(file, policy_path);
+    if (o.from_scratch) {
+      policy::PolicyConfig pc = pol->config();
+      pc.seed = o.seed + 1;  // a fresh draw of the same architecture
+      pol = std::make_shared<policy::GoPolicy>(pc);
+    }
+    cfg = finetune_config(PpoTrainer::saved_config(file, policy_path), *pol, o.finetune, o.finetune_samples, o.seed,
+                          o.anchor_ties, o.anchor_placements, o.expert);
   }
-  const TrainConfig cfg =
-      finetune_config(PpoTrainer::saved_config(file, policy_path), *pol, o.finetune, o.finetune_samples, o.seed,
-                      o.anchor_ties, o.anchor_placements, o.expert);
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);
   PpoTrainer t(cfg, {g}, c, pol);
@@ -129,10 +142,11 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       best = std::move(p);
     }
   };
-  auto decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56), &rep.policy_seconds);
+  std::vector<std::pair<Plan, SimResult>> decisions;
+  if (!o.search_only) decisions = t.zero_shot(0, o.samples, Rng(o.seed).fork(0x60ull << 56), &rep.policy_seconds);
   rep.decisions_seconds = since(t1) - rep.policy_seconds;
   const auto t2 = std::chrono::steady_clock::now();
-  const Plan greedy = decisions[0].first;
+  const Plan greedy = o.search_only ? Plan{} : decisions[0].first;
   for (std::size_t j = 0; j < decisions.size(); ++j)
     consider(std::move(decisions[j].first), decisions[j].second, j == 0 ? rep.greedy_step_time : rep.sampled_step_time);
   // the anchor, which a fresh policy decodes greedily, is a candidate too: zero-shot never answers
@@ -151,7 +165,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   }
   auto within_time = [&] { return o.time_limit <= 0 || since(t0) < o.time_limit; };
   if (o.finetune > 0) {
-    while (t.updates_done() < t.config().updates && within_time()) t.update();
+    while (t.updates_done() < t.config().updates && within_time()) o.search_only ? (void)t.search_round() : (void)t.update();
     rep.updates = t.updates_done();
     rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
     if (t.task(0).best_step_time < best_t) {
@@ -171,7 +185,11 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
     }
   }
   if (o.finetune > 0) rep.finetune_seconds = since(t2);
-  if (!std::isfinite(best_t)) best = greedy;  // nothing fits: the greedy plan, so the caller sees why
+  // nothing fits: the greedy plan (without the policy, the anchor's), so the caller sees why
+  if (!std::isfinite(best_t))
+    best = !o.search_only ? greedy
+           : task.pg.has_anchor() ? t.plan_of(0, {task.pg.anchor_device, task.pg.anchor_priority, task.pg.anchor_fuse})
+                                  : Plan{};
   GO_CHECK(trace.best() == best_t || (!std::isfinite(trace.best()) && !std::isfinite(best_t)), "go: the trace's best ",
            trace.best(), " differs from the answer's ", best_t, " (a simulation not recorded)");
   rep.simulations = trace.samples();
@@ -181,7 +199,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
 }
 
 void register_go_methods(const std::string& default_policy, int samples, int finetune_samples) {
-  enum class Kind { finetuned, zero_shot, one };
+  enum class Kind { finetuned, zero_shot, one, search };
   auto run = [default_policy, samples, finetune_samples](Kind kind) {
     return [default_policy, samples, finetune_samples, kind](const OpGraph& g, const Cluster& c, const PlaceOptions& po,
                                                              PlaceResult& out) {
@@ -192,13 +210,15 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       o.seed = po.seed;
       o.time_limit = po.time_limit;
       o.from_scratch = kind == Kind::one;
+      o.search_only = kind == Kind::search;
       if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
       if (!po.anchor_placements.empty()) o.anchor_placements = po.anchor_placements;
       o.expert = po.expert_split;
       const std::int64_t per_update = finetune_update_simulations(finetune_samples);
       GO_CHECK(po.finetune >= -1, "go: finetune must be >= 0 updates (or -1: the budget / ", per_update,
                ", the most simulations of one update), got ", po.finetune);
-      const bool counted = kind == Kind::finetuned || (kind == Kind::one && po.time_limit <= 0);
+      const bool counted =
+          kind == Kind::finetuned || kind == Kind::search || (kind == Kind::one && po.time_limit <= 0);
       GO_CHECK(!counted || po.finetune >= 0 || po.budget >= 1, "go: the budget must be at least 1 simulation, got ",
                po.budget);
       const std::int64_t updates =
@@ -208,21 +228,30 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       Plan p = go_place(g, c, o, &rep);
       out.simulations = rep.simulations;
       out.note = "anchor " + rep.anchor + " " + ms(rep.anchor_step_time) + "; " +
-                 (rep.faster.empty() ? "" : "other tie order " + rep.faster + " " + ms(rep.faster_step_time) + "; ") +
-                 (kind == Kind::one ? "untrained" : "zero-shot") + " greedy " + ms(rep.greedy_step_time) +
-                 ", best of " + std::to_string(samples) + " samples " + ms(rep.sampled_step_time);
-      if (kind != Kind::zero_shot) {
-        out.note += std::string("; ") + (kind == Kind::one ? "trained" : "fine-tuned") + " " +
+                 (rep.faster.empty() ? "" : "other tie order " + rep.faster + " " + ms(rep.faster_step_time) + "; ");
+      if (kind != Kind::search)
+        out.note += std::string(kind == Kind::one ? "untrained" : "zero-shot") + " greedy " +
+                    ms(rep.greedy_step_time) + ", best of " + std::to_string(samples) + " samples " +
+                    ms(rep.sampled_step_time) + "; ";
+      if (kind == Kind::search) {
+        out.note += "searched " + std::to_string(rep.updates) + " rounds x " + std::to_string(finetune_samples) +
+                    " block moves and " + std::to_string(kFinetunePathChains) + " x " +
+                    std::to_string(kFinetunePathMoves) + " critical-path moves: ";
+      } else if (kind != Kind::zero_shot) {
+        out.note += std::string(kind == Kind::one ? "trained" : "fine-tuned") + " " +
                     std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) + " samples: ";
         // no update ran: there is no fine-tuned result to report (its time is unset, not OOM)
+      }
+      if (kind != Kind::zero_shot) {
         if (rep.updates == 0)
           out.note += o.finetune == 0 ? "none asked (finetune 0)" : "none ran (the time limit was spent before the first)";
         else
           out.note += ms(rep.finetuned_step_time);
         if (std::isfinite(rep.relabelled_step_time))
           out.note += "; devices relabelled: " + ms(rep.relabelled_step_time);
+        out.note += "; ";
       }
-      out.note += "; " + rep.stages() + "; " + BestTrace::trace_text(rep.trace);
+      out.note += rep.stages() + "; " + BestTrace::trace_text(rep.trace);
       return p;
     };
   };
@@ -249,6 +278,15 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   one.decides_fusion = true;
   one.reads = go.reads;  // its updates: as go's without a time limit
   register_place_method(one);
+  PlaceMethod search{"anchor-search",
+                     "GO's fine-tuning search without the policy: from GO's anchor (the best-heuristic plan), rounds "
+                     "of " + std::to_string(finetune_samples) + " block moves and critical-path moves, each improvement "
+                     "kept (--time-limit, else as many rounds as go's updates; needs no policy)",
+                     run(Kind::search)};
+  search.decides_fusion = true;
+  search.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::finetune,
+                  PlaceOption::anchor};
+  register_place_method(search);
   PlaceMethod bh{
       "best-heuristic",
       "the best of default/human/pipeline/METIS/m-ETF/m-SCT/HEFT placements x none/critical-path priorities x "

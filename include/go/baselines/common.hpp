@@ -47,10 +47,10 @@ struct PlaceOptions {
   // the PPO updates of fine-tuning on this graph (0 = zero-shot, -1 = the method's default).
   std::string policy;
   std::int64_t finetune = -1;
-  // anneal, go, go-one: wall-clock seconds of the whole optimization (0: no limit; go-one then
+  // anneal, anchor-search, go, go-one: wall-clock seconds of the whole optimization (0: no limit; go-one then
   // trains for as many updates as go), so that methods can be compared at equal time.
   double time_limit = 0;
-  // best-heuristic, anneal-anchor and the go methods: the orders of one priority level's ops GO's
+  // best-heuristic, anneal-anchor, anchor-search and the go methods: the orders of one priority level's ops GO's
   // anchor tries (go/rl/config.hpp kAnchorTieOrders; "" = kAnchorTies, its default).
   std::string anchor_ties;
   // ... and the placements it starts from (kAnchorPlacements, its default: "").

@@ -127,6 +127,8 @@ struct GoPlaceOptions {
                                // included) has run this many seconds
   bool from_scratch = false;   // go-one: a fresh network of the policy file's architecture (its
                                // "seed" re-drawn from `seed`), trained on this graph alone
+  bool search_only = false;    // anchor-search: no policy (`policy` unread), no zero-shot; each
+                               // "update" a PpoTrainer::search_round from the anchor
   std::string anchor_ties = kAnchorTies;  // the anchor's tie orders (TrainConfig::anchor_ties)
   std::string anchor_placements = kAnchorPlacements;  // ... and placements (TrainConfig::anchor_placements)
   std::string expert;          // a plan file whose devices are the anchor's human placement

@@ -315,6 +315,16 @@ class PpoTrainer {
   // One PPO update.
   UpdateStats update();
 
+  // One round of the fine-tuning's search without the policy (the anchor-search method): per
+  // graph of the round (as update() selects them), `samples` block moves (draw_block_move, every
+  // sample one: the config's block_moves must be 1) made on the anchor's actions instead of on a
+  // draw of the policy, or on a starting point, decoded and simulated like update()'s samples;
+  // the fastest improvement becomes the best plan and, with reanchor, the anchor; then, with
+  // path_moves, the critical-path climbs from it (climb_paths). No pass of the network and no
+  // gradient step; it counts as an update (updates_done() and the rng of the same update index).
+  // Single-process only.
+  UpdateStats search_round();
+
   // Runs updates until `updates_done() == config().updates`; `on_update` sees each update's stats.
   void train(const std::function<void(const UpdateStats&)>& on_update = {}) {
     while (updates_done_ < cfg_.updates) {
