@@ -304,7 +304,7 @@ TEST_CASE("gopt place and eval: a flag no method given reads gets a note, the ru
                               "--budget", "5", "--finetune", "3"});
   REQUIRE(eval.code == 0);
   CHECK_THAT(eval.err, Contains("gopt eval: note: --finetune is not used by any of human, anneal (it is read by go, "
-                                "go-one); ignored"));
+                                "go-one, anchor-search); ignored"));
   CHECK_THAT(eval.err, !Contains("--budget is not used"));
   // an unknown method is place()'s error, not a note
   const auto unknown = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "humane", "--policy", "x"});

@@ -1,6 +1,6 @@
 #pragma once
 // GO as a placement method: go::place("go" | "go-zero-shot" | "go-one" | "best-heuristic" |
-// "anneal-anchor" | "hdp", ...)
+// "anneal-anchor" | "anchor-search" | "hdp", ...)
 // once register_go_methods() has run (gopt does it at start-up).
 //
 //   go-zero-shot  a pre-trained policy, no updates: the greedy decision and K = `samples` sampled
@@ -23,6 +23,14 @@
 //   anneal-anchor annealing (go/baselines/search.hpp) whose starting plans are anneal's and GO's
 //                 anchor, so it starts where GO starts; the time limit counts the anchor's time, as
 //                 GO's does.
+//   anchor-search go's fine-tuning with the policy taken out: from the same anchor and starting
+//                 points, rounds (PpoTrainer::search_round) of finetune_samples block moves made on
+//                 the anchor instead of on the policy's draws, then the same critical-path climbs,
+//                 each improvement re-anchored, and the same final relabelling; no zero-shot, no
+//                 network pass, no gradient step, no policy file. Rounds: as go's updates (or
+//                 budget / finetune_update_simulations), cut by the time limit. The paper table's
+//                 fairness column: at GO's wall time it measures what the learned policy adds to
+//                 that search.
 //
 // The policy: PlaceOptions::policy, else the default given to register_go_methods() (gopt passes
 // the policy shipped in policies/). A checkpoint of `gopt train` brings its training config
@@ -150,10 +158,10 @@ inline Plan go_place(const OpGraph& g, const Cluster& c, const std::string& poli
   return go_place(g, c, o, report);
 }
 
-// Registers "go", "go-zero-shot", "go-one", "best-heuristic" and "anneal-anchor" in the place
-// registry (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp); the last three need no policy. go and go-one stop
-// at PlaceOptions::time_limit when it is set; go-one then trains until it (at most 100,000
-// updates), else for as many updates as go.
+// Registers "go", "go-zero-shot", "go-one", "best-heuristic", "anneal-anchor" and "anchor-search" in
+// the place registry (go/baselines/place.hpp), and "hdp" (go/rl/hdp.hpp); the last four need no
+// policy. go, go-one and anchor-search stop at PlaceOptions::time_limit when it is set; go-one then
+// trains until it (at most 100,000 updates), else for as many updates as go.
 void register_go_methods(const std::string& default_policy, int samples = 16, int finetune_samples = kFinetuneSamples);
 
 }  // namespace go::rl
