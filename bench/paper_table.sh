@@ -22,9 +22,9 @@
 # moves and critical-path moves from its anchor, without the policy), hdp, hdp-tuned and go-one,
 # all with --time-limit T. Cells: simulated step time in ms (optimizer wall seconds); OOM = the plan
 # does not fit. Column "bound": no plan of the row simulates faster (`gopt simulate --json`'s
-# lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of
-# each column over human, GO fine-tuned over the best non-GO cell of each row, and the bound over
-# that cell (the lowest ratio any plan could reach).
+# lower_bound_ms.any_plan, go/sim/bound.hpp). Last rows: geometric means of each column over
+# human, GO fine-tuned over the best non-GO cell of each row, GO fine-tuned over anchor-search, and
+# the bound over the best non-GO cell (the lowest ratio any plan could reach).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GOPT="${GOPT:-$ROOT/build/gopt}"
@@ -40,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --rows) ROWS_WANTED="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/paper_table.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

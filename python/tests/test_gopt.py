@@ -810,6 +810,20 @@ class CliEquality(unittest.TestCase):
         self.assertEqual(j["edges"], g.num_edges)
         self.assertAlmostEqual(j["flops"], g.flops.sum(), delta=1e-9 * j["flops"])
 
+    def test_anchor_search(self):
+        # GO's fine-tuning search without the policy: no policy file read, never worse than the
+        # anchor it starts from, the same numbers as gopt place for the same seed and rounds
+        g = gopt.load_graph("zoo:inception_v3:batch=8", training=True)
+        bh = gopt.place(g, "v100x2", "best-heuristic")
+        s = gopt.place(g, "v100x2", "anchor-search", finetune=2, seed=1)
+        self.assertLessEqual(s.step_time_ms, bh.step_time_ms)
+        self.assertIn("searched 2 rounds x 128 block moves", s.note)
+        self.assertNotIn("zero-shot", s.note)
+        j = json.loads(self.cli("place", "zoo:inception_v3:batch=8", "--training", "--cluster", "v100x2", "--method",
+                                "anchor-search", "--finetune", "2", "--seed", "1", "--json"))
+        self.assertEqual(s.step_time_ms, j["step_time_ms"])
+        self.assertEqual(s.simulations, j["simulations"])
+
     def test_anchor_ties(self):
         # the orders GO's anchor is chosen from, as gopt place --anchor-ties; the others are tried as
         # answers only, so on this graph latest-first is the answer either way; a bad list is a gopt.Error
