@@ -1,0 +1,143 @@
+// PpoTrainer's search steps without gradients (go/rl/ppo.hpp): the rounds of anchor-search
+// (search_round) and the critical-path climbs that end an update or a round (climb_paths),
+// compiled once into libgo.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "go/core/error.hpp"
+#include "go/core/parallel.hpp"
+#include "go/core/rng.hpp"
+#include "go/rl/path_moves.hpp"
+#include "go/rl/ppo.hpp"
+#include "go/sim/simulator.hpp"
+
+namespace go::rl {
+
+UpdateStats PpoTrainer::search_round() {
+  GO_CHECK(cfg_.block_moves == 1.0, "ppo: a search round makes block moves only (\"block_moves\" 1), the config has ",
+           cfg_.block_moves);
+  GO_CHECK(cfg_.policy.anchor, "ppo: a search round moves the anchor's plan; the policy config has no anchor");
+  GO_CHECK(comm_->size() == 1, "ppo: a search round runs in one process (", comm_->size(), " ranks)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t u = updates_done_;
+  UpdateStats st;
+  st.update = u + 1;
+  const Rng urng = Rng(cfg_.seed).fork(static_cast<std::uint64_t>(u));
+  const std::size_t K = static_cast<std::size_t>(cfg_.samples);
+  const std::size_t G = tasks_.size();
+  const std::size_t m = cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
+  std::vector<std::size_t> sel;
+  for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+  double sim_seconds = 0;
+  for (std::size_t gi : sel) {
+    GraphTask& t = *tasks_[gi];
+    if (!t.pg.has_anchor()) continue;
+    const auto ts = std::chrono::steady_clock::now();
+    struct Proposal {
+      policy::Actions actions;
+      BlockMove move;
+      Plan plan;
+      SimResult result;
+    };
+    std::vector<Proposal> props;
+    // one device: no block move changes a plan (the climbs still move levels)
+    if (t.sim->cluster().num_devices() >= 2) props.resize(K);
+    const policy::Actions anchor{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+    const int nthreads = item_threads(cfg_.threads, props.size());
+    reserve_workspaces(t, nthreads);
+    parallel_items(0, props.size(), nthreads, "ppo: simulation failed", [&](int tid, std::size_t k) {
+      Proposal& p = props[k];
+      p.move = draw_block_move(t, urng, gi, k);
+      const policy::Actions& base = p.move.start >= 0 ? t.starts[static_cast<std::size_t>(p.move.start)].first : anchor;
+      p.actions = {base.device.clone(), base.priority, base.fuse};
+      std::int32_t* dev = p.actions.device.data<std::int32_t>();
+      for (std::int64_t r = p.move.begin; r < p.move.end; ++r)
+        dev[p.move.depth_first ? t.block_rows[static_cast<std::size_t>(r)] : r] = p.move.device;
+      p.plan = plan_of(t, p.actions);
+      p.result = t.sim->simulate(p.plan, workspace_of(t, tid));
+    });
+    const double at = t.trace.seconds();
+    std::size_t best = props.size();
+    double sum_t = 0;
+    int nv = 0;
+    for (std::size_t k = 0; k < props.size(); ++k) {
+      const Proposal& p = props[k];
+      const bool valid = p.result.valid && std::isfinite(p.result.step_time);
+      ++t.samples;
+      ++st.samples;
+      t.trace.add_at(valid, p.result.step_time, at);
+      if (!valid) {
+        ++t.invalid;
+        continue;
+      }
+      sum_t += p.result.step_time;
+      ++nv;
+      if (p.move.start >= 0 && p.result.step_time < t.starts[static_cast<std::size_t>(p.move.start)].second)
+        t.starts[static_cast<std::size_t>(p.move.start)] = {p.actions.clone(), p.result.step_time};
+      if (p.result.step_time < t.best_step_time && (best == props.size() || p.result.step_time < props[best].result.step_time))
+        best = k;
+    }
+    if (best < props.size()) {
+      Proposal& p = props[best];
+      t.best_step_time = p.result.step_time;
+      t.best_update = u + 1;
+      t.best_plan = std::move(p.plan);
+      if (cfg_.reanchor) t.pg.set_anchor(p.actions.device, p.actions.priority.clone(), p.actions.fuse.clone());
+    }
+    if (gi == sel[0]) st.mean_step_time = nv ? sum_t / nv : kInf;
+    if (cfg_.path_moves > 0) climb_paths(t, gi, urng, u);
+    sim_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+  }
+  ++updates_done_;
+  st.best_step_time = tasks_[sel[0]]->best_step_time;
+  double sp = 0;
+  for (std::size_t gi : sel)
+    sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
+  st.best_speedup = sp / static_cast<double>(sel.size());
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.simulate_seconds = sim_seconds;
+  st.samples_per_second = st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0;
+  return st;
+}
+
+void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {
+  if (!t.pg.has_anchor()) return;
+  const policy::Actions start{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+  const int chains = cfg_.path_chains;
+  const int nthreads = item_threads(cfg_.threads, static_cast<std::size_t>(chains));
+  reserve_workspaces(t, nthreads);
+  SimWorkspace& ws0 = workspace_of(t, 0);
+  const Plan start_plan = plan_of(t, start);
+  const SimResult start_result = t.sim->simulate(start_plan, ws0);
+  t.trace.add(start_result.valid, start_result.step_time);
+  ++t.samples;
+  if (!start_result.valid || !std::isfinite(start_result.step_time)) return;
+  const StepPath start_path = step_critical_path(*t.sim, start_plan, ws0);
+  std::vector<PathClimb> climbs(static_cast<std::size_t>(chains));
+  const auto decode = [&](const policy::Actions& a) { return plan_of(t, a); };
+  parallel_items(0, climbs.size(), nthreads, "ppo: critical-path moves failed", [&](int tid, std::size_t c) {
+    const Rng r = urng.fork((1ull << 61) | (static_cast<std::uint64_t>(graph) << 32) | c);
+    climbs[c] = climb_critical_path(*t.sim, t.pg, workspace_of(t, tid), start, start_plan, start_result.step_time,
+                                    start_path, cfg_.path_moves, cfg_.policy.priority_levels, r, decode);
+  });
+  const double at = t.trace.seconds();
+  std::size_t best = 0;
+  for (std::size_t c = 0; c < climbs.size(); ++c) {
+    for (const auto& [valid, time] : climbs[c].simulated) t.trace.add_at(valid, time, at);
+    t.samples += static_cast<std::int64_t>(climbs[c].simulated.size());
+    if (climbs[c].step_time < climbs[best].step_time) best = c;
+  }
+  PathClimb& b = climbs[best];
+  if (b.step_time < t.best_step_time) {
+    t.best_step_time = b.step_time;
+    t.best_plan = std::move(b.plan);
+    t.best_update = update + 1;
+    if (cfg_.reanchor) t.pg.set_anchor(b.actions.device, b.actions.priority, b.actions.fuse);
+  }
+}
+
+}  // namespace go::rl
