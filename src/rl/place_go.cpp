@@ -165,7 +165,12 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   }
   auto within_time = [&] { return o.time_limit <= 0 || since(t0) < o.time_limit; };
   if (o.finetune > 0) {
-    while (t.updates_done() < t.config().updates && within_time()) o.search_only ? (void)t.search_round() : (void)t.update();
+    while (t.updates_done() < t.config().updates && within_time()) {
+      if (o.search_only)
+        t.search_round();
+      else
+        t.update();
+    }
     rep.updates = t.updates_done();
     rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
     if (t.task(0).best_step_time < best_t) {
@@ -240,9 +245,9 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       } else if (kind != Kind::zero_shot) {
         out.note += std::string(kind == Kind::one ? "trained" : "fine-tuned") + " " +
                     std::to_string(rep.updates) + " updates x " + std::to_string(finetune_samples) + " samples: ";
-        // no update ran: there is no fine-tuned result to report (its time is unset, not OOM)
       }
       if (kind != Kind::zero_shot) {
+        // no update ran: there is no fine-tuned result to report (its time is unset, not OOM)
         if (rep.updates == 0)
           out.note += o.finetune == 0 ? "none asked (finetune 0)" : "none ran (the time limit was spent before the first)";
         else

@@ -3,5 +3,6 @@
 #include "go/rl/config.hpp"
 #include "go/rl/path_moves.hpp"
 #include "go/rl/anchor.hpp"
+#include "go/rl/metrics.hpp"
 #include "go/rl/place_go.hpp"
 #include "go/rl/ppo.hpp"
