@@ -156,10 +156,7 @@ UpdateStats PpoTrainer::update() {
   const int K = cfg_.samples;
 
   // 1. graphs of this update
-  std::vector<std::size_t> sel;
-  const std::size_t G = tasks_.size();
-  const std::size_t m = cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
-  for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+  const std::vector<std::size_t> sel = graphs_of_update(u);
 
   // 2. sampling without gradients
   struct Sample {
@@ -214,13 +211,7 @@ UpdateStats PpoTrainer::update() {
         s.old_log_prob = out.log_prob.value().clone();
         s.value = out.value.value().item();
         s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
-        if (s.block_moved()) {
-          if (s.move.start >= 0) s.actions = t.starts[static_cast<std::size_t>(s.move.start)].first.clone();
-          s.actions.device = s.actions.device.clone();
-          std::int32_t* dev = s.actions.device.data<std::int32_t>();
-          for (std::int64_t p = s.move.begin; p < s.move.end; ++p)
-            dev[s.move.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p] = s.move.device;
-        }
+        if (s.block_moved()) s.actions = block_moved(t, s.move, s.actions);
       }
       j0 = j1;
     }
@@ -316,10 +307,7 @@ UpdateStats PpoTrainer::update() {
       }
     st.mean_step_time = nv ? sum_t / nv : kInf;
     st.best_step_time = tasks_[sel[0]]->best_step_time;
-    double sp = 0;
-    for (std::size_t gi : sel)
-      sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
-    st.best_speedup = sp / static_cast<double>(sel.size());
+    st.best_speedup = best_speedup(sel);
   }
   for (std::size_t a = 0; a < sel.size(); ++a) {
     GraphTask& t = *tasks_[sel[a]];

@@ -28,10 +28,7 @@ UpdateStats PpoTrainer::search_round() {
   st.update = u + 1;
   const Rng urng = Rng(cfg_.seed).fork(static_cast<std::uint64_t>(u));
   const std::size_t K = static_cast<std::size_t>(cfg_.samples);
-  const std::size_t G = tasks_.size();
-  const std::size_t m = cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
-  std::vector<std::size_t> sel;
-  for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+  const std::vector<std::size_t> sel = graphs_of_update(u);
   double sim_seconds = 0;
   for (std::size_t gi : sel) {
     GraphTask& t = *tasks_[gi];
@@ -52,11 +49,7 @@ UpdateStats PpoTrainer::search_round() {
     parallel_items(0, props.size(), nthreads, "ppo: simulation failed", [&](int tid, std::size_t k) {
       Proposal& p = props[k];
       p.move = draw_block_move(t, urng, gi, k);
-      const policy::Actions& base = p.move.start >= 0 ? t.starts[static_cast<std::size_t>(p.move.start)].first : anchor;
-      p.actions = {base.device.clone(), base.priority, base.fuse};
-      std::int32_t* dev = p.actions.device.data<std::int32_t>();
-      for (std::int64_t r = p.move.begin; r < p.move.end; ++r)
-        dev[p.move.depth_first ? t.block_rows[static_cast<std::size_t>(r)] : r] = p.move.device;
+      p.actions = block_moved(t, p.move, anchor);
       p.plan = plan_of(t, p.actions);
       p.result = t.sim->simulate(p.plan, workspace_of(t, tid));
     });
@@ -94,10 +87,7 @@ UpdateStats PpoTrainer::search_round() {
   }
   ++updates_done_;
   st.best_step_time = tasks_[sel[0]]->best_step_time;
-  double sp = 0;
-  for (std::size_t gi : sel)
-    sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
-  st.best_speedup = sp / static_cast<double>(sel.size());
+  st.best_speedup = best_speedup(sel);
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   st.simulate_seconds = sim_seconds;
   st.samples_per_second = st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0;

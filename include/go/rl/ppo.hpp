@@ -314,6 +314,32 @@ class PpoTrainer {
       m.start = static_cast<std::int32_t>(r.uniform_int(t.starts.size()));
     return m;
   }
+  // The actions of a block-moved sample: `drawn` (or, for a move on a starting point, that start's
+  // actions) with the devices of m's run set to m.device, in a copy of the device tensor.
+  static policy::Actions block_moved(const GraphTask& t, const BlockMove& m, const policy::Actions& drawn) {
+    const policy::Actions& base = m.start >= 0 ? t.starts[static_cast<std::size_t>(m.start)].first : drawn;
+    policy::Actions a{base.device.clone(), base.priority, base.fuse};
+    std::int32_t* dev = a.device.data<std::int32_t>();
+    for (std::int64_t p = m.begin; p < m.end; ++p)
+      dev[m.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p] = m.device;
+    return a;
+  }
+  // The graphs (indices into tasks_) of update u: all of them, or graphs_per_update round robin.
+  std::vector<std::size_t> graphs_of_update(std::int64_t u) const {
+    const std::size_t G = tasks_.size();
+    const std::size_t m =
+        cfg_.graphs_per_update <= 0 ? G : std::min<std::size_t>(G, static_cast<std::size_t>(cfg_.graphs_per_update));
+    std::vector<std::size_t> sel;
+    for (std::size_t j = 0; j < m; ++j) sel.push_back((static_cast<std::size_t>(u) * m + j) % G);
+    return sel;
+  }
+  // Reference / best step time, mean over the graphs `sel` (0 for one with no valid plan yet).
+  double best_speedup(const std::vector<std::size_t>& sel) const {
+    double sp = 0;
+    for (std::size_t gi : sel)
+      sp += std::isfinite(tasks_[gi]->best_step_time) ? tasks_[gi]->reference / tasks_[gi]->best_step_time : 0.0;
+    return sp / static_cast<double>(sel.size());
+  }
   // After an update (TrainConfig::path_moves): path_chains hill-climbs of critical-path moves
   // (go/rl/path_moves.hpp) from graph t's anchor, side by side; the fastest end that beats the
   // graph's best plan becomes it (and with reanchor the anchor). Every simulation goes into the
