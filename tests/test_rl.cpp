@@ -1450,6 +1450,57 @@ TEST_CASE("PPO search rounds: block moves on the anchor, no pass of the network,
   CHECK_THROWS_WITH(mixed.search_round(), Catch::Contains("block_moves"));
 }
 
+TEST_CASE("PPO block moves: each changes its base on its run only, a repeat of the base moved elsewhere", "[rl]") {
+  const OpGraph g = two_chains(6);
+  for (int D : {2, 4}) {
+    const Cluster cl = Cluster::uniform("same", DeviceSpec::v100(), D, 25e9, 2e-5);
+    TrainConfig c = anchored_on_default(5, 10.f, 4);
+    c.block_moves = 1.0;
+    c.policy.max_devices = D;
+    PpoTrainer t(c, {g}, cl);
+    const GraphTask& task = t.task(0);
+    const std::int64_t n = task.pg.num_nodes;
+    const policy::Actions anchor{task.pg.anchor_device, task.pg.anchor_priority, task.pg.anchor_fuse};
+    const std::int32_t* base = anchor.device.data<std::int32_t>();
+    const Rng urng(11);
+    std::vector<int> to(static_cast<std::size_t>(D), 0);
+    int repeats = 0;
+    for (std::size_t k = 0; k < 400; ++k) {
+      BlockMove m = t.draw_block_move(task, urng, 0, k);
+      REQUIRE(m.end > m.begin);
+      const BlockMove drawn = m;
+      const policy::Actions a = PpoTrainer::block_moved(task, m, anchor);
+      CHECK(m.begin == drawn.begin);
+      CHECK(m.end == drawn.end);
+      std::vector<char> in_run(static_cast<std::size_t>(n), 0);
+      bool all_on_drawn = true;
+      for (std::int64_t p = m.begin; p < m.end; ++p) {
+        const std::int64_t r = m.depth_first ? task.block_rows[static_cast<std::size_t>(p)] : p;
+        in_run[static_cast<std::size_t>(r)] = 1;
+        all_on_drawn = all_on_drawn && base[r] == drawn.device;
+      }
+      const std::int32_t* dev = a.device.data<std::int32_t>();
+      int changed = 0;
+      for (std::int64_t r = 0; r < n; ++r) {
+        if (in_run[static_cast<std::size_t>(r)]) {
+          CHECK(dev[r] == m.device);
+          changed += dev[r] != base[r] ? 1 : 0;
+        } else {
+          CHECK(dev[r] == base[r]);
+        }
+      }
+      CHECK(changed >= 1);  // never the base again
+      // the device is the drawn one unless that repeats the base
+      CHECK((m.device == drawn.device) == !all_on_drawn);
+      repeats += all_on_drawn ? 1 : 0;
+      CHECK(a.priority.data<std::int32_t>() == anchor.priority.data<std::int32_t>());  // shared, not copied
+      ++to[static_cast<std::size_t>(m.device)];
+    }
+    CHECK(repeats > 0);  // the draws do hit the base's device; those moves went elsewhere
+    for (int d = 1; d < D; ++d) CHECK(to[static_cast<std::size_t>(d)] > 0);
+  }
+}
+
 TEST_CASE("go method: zero-shot and fine-tuned plans from a policy file, through go::place", "[rl]") {
   const OpGraph g = two_chains(6);
   const Cluster cl = same_two();

@@ -245,7 +245,9 @@ UpdateStats PpoTrainer::update() {
         broadcast_tensor(*comm_, s.actions.priority, r);
         broadcast_tensor(*comm_, s.actions.fuse, r);
         broadcast_tensor(*comm_, s.old_log_prob, r);
-        if (r != rank)  // drawn from the update's rng: every rank draws the same (the owner applied it)
+        // drawn from the update's rng: every rank draws the same run and start (the owner applied
+        // it, and may have changed its device, which no other rank reads)
+        if (r != rank)
           s.move = draw_block_move(*tasks_[s.graph], urng, s.graph, j % static_cast<std::size_t>(K));
         if (r == rank) {
           outcome[4 * j] = s.reward;

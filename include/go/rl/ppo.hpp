@@ -283,19 +283,15 @@ class PpoTrainer {
   // naming the file. The one place that tells the two kinds of parameter file apart.
   static std::optional<TrainConfig> saved_config(const LoadedTensors& lt, const std::string& path);
 
- private:
-  // Actions in a checkpoint: {"device": [...], "priority": [...], "fuse": [...]}, one entry per row.
-  static nlohmann::json actions_json(const policy::Actions& a);
-  // `devices`, `levels`: every device action must be below the first, every priority below the second.
-  static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what,
-                                           std::int32_t devices, std::int32_t levels);
+  // ---- block moves (public for their tests) ---------------------------------------------------
 
   // With probability block_moves, a sample's devices on a run (start uniform, length log-uniform
   // in [1, n / D]) of the rows or, with probability 1/2, of the depth-first topological order
-  // (GraphTask::block_rows) are set to one random device, the move annealing makes: per-row sampling almost never moves a whole block, and a lone moved op mostly adds
-  // transfers. Such a sample is a proposal, not a draw of the policy: it can become the best plan
-  // (and with reanchor the anchor) but enters neither the baseline nor the loss, whose advantages
-  // would otherwise credit the block's cost to the rows the policy drew. With alt_starts, a fraction
+  // (GraphTask::block_rows) are set to one random device, the move annealing makes: per-row
+  // sampling almost never moves a whole block, and a lone moved op mostly adds transfers. Such a
+  // sample is a proposal, not a draw of the policy: it can become the best plan (and with reanchor
+  // the anchor) but enters neither the baseline nor the loss, whose advantages would otherwise
+  // credit the block's cost to the rows the policy drew. With alt_starts, a fraction
   // alt_start_moves of the moves is made on one of GraphTask::starts instead of on the draw. Drawn
   // from the update's rng by graph and sample index, so every rank draws the same move for a sample.
   BlockMove draw_block_move(const GraphTask& t, const Rng& urng, std::size_t graph, std::size_t k) const {
@@ -315,15 +311,31 @@ class PpoTrainer {
     return m;
   }
   // The actions of a block-moved sample: `drawn` (or, for a move on a starting point, that start's
-  // actions) with the devices of m's run set to m.device, in a copy of the device tensor.
-  static policy::Actions block_moved(const GraphTask& t, const BlockMove& m, const policy::Actions& drawn) {
+  // actions) with the devices of m's run set to m.device, in a copy of the device tensor. A run
+  // already all on m.device (12-21% of anchor-search's moves on Inception-v3, 2 devices) would
+  // repeat its base, a simulation that finds nothing: m.device becomes one of the others instead,
+  // which one set by m.begin (drawn uniformly), so the move stays a function of the update's rng
+  // and the base.
+  static policy::Actions block_moved(const GraphTask& t, BlockMove& m, const policy::Actions& drawn) {
     const policy::Actions& base = m.start >= 0 ? t.starts[static_cast<std::size_t>(m.start)].first : drawn;
     policy::Actions a{base.device.clone(), base.priority, base.fuse};
     std::int32_t* dev = a.device.data<std::int32_t>();
-    for (std::int64_t p = m.begin; p < m.end; ++p)
-      dev[m.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p] = m.device;
+    auto row = [&](std::int64_t p) { return m.depth_first ? t.block_rows[static_cast<std::size_t>(p)] : p; };
+    bool changes = false;
+    for (std::int64_t p = m.begin; p < m.end && !changes; ++p) changes = dev[row(p)] != m.device;
+    const std::int64_t D = t.sim->cluster().num_devices();
+    if (!changes && D >= 2) m.device = static_cast<std::int32_t>((m.device + 1 + m.begin % (D - 1)) % D);
+    for (std::int64_t p = m.begin; p < m.end; ++p) dev[row(p)] = m.device;
     return a;
   }
+
+ private:
+  // Actions in a checkpoint: {"device": [...], "priority": [...], "fuse": [...]}, one entry per row.
+  static nlohmann::json actions_json(const policy::Actions& a);
+  // `devices`, `levels`: every device action must be below the first, every priority below the second.
+  static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what,
+                                           std::int32_t devices, std::int32_t levels);
+
   // The graphs (indices into tasks_) of update u: all of them, or graphs_per_update round robin.
   std::vector<std::size_t> graphs_of_update(std::int64_t u) const {
     const std::size_t G = tasks_.size();
