@@ -2,6 +2,7 @@
 // reference written here, gradient against central finite differences.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cmath>
 #include <span>
 #include <cstring>
@@ -784,6 +785,33 @@ TEST_CASE("host buffers are recycled without sharing live data", "[core]") {
   REQUIRE(c.at(511, 1023) == 3.f);
   release_cached_host_memory();
   REQUIRE(detail::HostBlockCache::instance().cached_bytes() == 0);
+}
+
+TEST_CASE("large host buffers start on a huge-page boundary, small ones on a cache line", "[core]") {
+  using Cache = detail::HostBlockCache;
+  auto offset = [](const Tensor& t, std::size_t a) { return reinterpret_cast<std::uintptr_t>(t.raw()) % a; };
+  // 5 MiB + 4 bytes (not a multiple of a huge page), 4 MiB exactly, and just below the threshold
+  const Tensor odd = Tensor::full(Shape{5 * 262144 + 1}, 1.5f);
+  const Tensor at = Tensor::full(Shape{static_cast<std::int64_t>(Cache::kMinHuge / 4)}, 2.f);
+  const Tensor below = Tensor::full(Shape{static_cast<std::int64_t>(Cache::kMinHuge / 4 - 16)}, 3.f);
+  const Tensor small = Tensor::full(Shape{3, 5}, 4.f);
+  CHECK(offset(odd, Cache::kHugePage) == 0);
+  CHECK(offset(at, Cache::kHugePage) == 0);
+  CHECK(offset(below, 64) == 0);
+  CHECK(offset(small, 64) == 0);
+  // the whole buffer is usable and holds what was written (last element of each)
+  CHECK(odd.data<float>()[5 * 262144] == 1.5f);
+  CHECK(at.data<float>()[Cache::kMinHuge / 4 - 1] == 2.f);
+  CHECK(below.data<float>()[Cache::kMinHuge / 4 - 17] == 3.f);
+  const void* freed = odd.raw();
+  {
+    Tensor copy = odd.clone();  // same size: a fresh block while odd lives
+    CHECK(copy.raw() != freed);
+    CHECK(offset(copy, Cache::kHugePage) == 0);
+    CHECK(copy.data<float>()[5 * 262144] == 1.5f);
+  }
+  release_cached_host_memory();
+  CHECK(Cache::instance().cached_bytes() == 0);
 }
 
 }  // namespace test_ops
