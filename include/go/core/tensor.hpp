@@ -90,7 +90,7 @@ class HostBlockCache {
  private:
   // Blocks of kMinHuge bytes or more are aligned to 2 MiB and asked for transparent huge pages
   // (where the kernel gives them on request only): a pass over an 80,000-op graph touches hundreds
-  // of MB of fresh activations, and on a virtual machine a 4 KiB page fault each costs about a third
+  // of MB of fresh activations, and on a virtual machine their 4 KiB page faults cost about a third
   // of the pass (bench/README.md, "Huge pages for large tensors").
   static void* fresh(std::size_t bytes) {
     if (bytes < kMinHuge) return std::aligned_alloc(64, bytes);
