@@ -277,12 +277,9 @@ UpdateStats PpoTrainer::update() {
     GraphTask& t = *tasks_[s.graph];
     sum_r += s.reward;
     st.max_reward = std::max(st.max_reward, s.reward);
-    ++t.samples;
-    t.trace.add_at(s.valid, s.step_time, std::chrono::duration<double>(t_simulated - t.trace.origin()).count());
-    if (s.valid && s.move.start >= 0 && s.step_time < t.starts[static_cast<std::size_t>(s.move.start)].second)
-      t.starts[static_cast<std::size_t>(s.move.start)] = {s.actions.clone(), s.step_time};
+    record_simulated(t, s.valid, s.step_time, std::chrono::duration<double>(t_simulated - t.trace.origin()).count(),
+                     s.move, s.actions);
     if (!s.valid) {
-      ++t.invalid;
       ++invalid;
     } else if (s.step_time < t.best_step_time) {
       t.best_step_time = s.step_time;

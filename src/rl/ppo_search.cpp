@@ -60,17 +60,11 @@ UpdateStats PpoTrainer::search_round() {
     for (std::size_t k = 0; k < props.size(); ++k) {
       const Proposal& p = props[k];
       const bool valid = p.result.valid && std::isfinite(p.result.step_time);
-      ++t.samples;
       ++st.samples;
-      t.trace.add_at(valid, p.result.step_time, at);
-      if (!valid) {
-        ++t.invalid;
-        continue;
-      }
+      record_simulated(t, valid, p.result.step_time, at, p.move, p.actions);
+      if (!valid) continue;
       sum_t += p.result.step_time;
       ++nv;
-      if (p.move.start >= 0 && p.result.step_time < t.starts[static_cast<std::size_t>(p.move.start)].second)
-        t.starts[static_cast<std::size_t>(p.move.start)] = {p.actions.clone(), p.result.step_time};
       if (p.result.step_time < t.best_step_time && (best == props.size() || p.result.step_time < props[best].result.step_time))
         best = k;
     }

@@ -336,6 +336,21 @@ class PpoTrainer {
   static policy::Actions actions_from_json(const nlohmann::json& j, std::int64_t rows, const std::string& what,
                                            std::int32_t devices, std::int32_t levels);
 
+  // One simulated sample or proposal of graph t, as update() and search_round() take them: counted,
+  // recorded in the trace at `at` (seconds since its origin), counted invalid where it is, and where
+  // it is a valid block move on a starting point (m.start) faster than that start, the start's new
+  // actions.
+  static void record_simulated(GraphTask& t, bool valid, double step_time, double at, const BlockMove& m,
+                               const policy::Actions& actions) {
+    ++t.samples;
+    t.trace.add_at(valid, step_time, at);
+    if (!valid) {
+      ++t.invalid;
+      return;
+    }
+    if (m.start >= 0 && step_time < t.starts[static_cast<std::size_t>(m.start)].second)
+      t.starts[static_cast<std::size_t>(m.start)] = {actions.clone(), step_time};
+  }
   // The graphs (indices into tasks_) of update u: all of them, or graphs_per_update round robin.
   std::vector<std::size_t> graphs_of_update(std::int64_t u) const {
     const std::size_t G = tasks_.size();
