@@ -59,6 +59,18 @@ OpGraph random_op_graph(std::int32_t n, std::uint64_t seed, std::int32_t window 
   return b.build();
 }
 
+// Actions for n rows: devices in runs of about 40 rows, so that groups form; priority levels
+// drawn from [0, levels) (none drawn when 0); "fuse into producers" with probability fuse.
+Actions run_actions(std::int32_t n, int D, Rng& rng, int levels, float fuse) {
+  Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
+  for (std::int32_t r = 0; r < n; ++r) {
+    a.device.data<std::int32_t>()[r] = static_cast<std::int32_t>((r / 40 + rng.uniform_int(2)) % static_cast<std::uint64_t>(D));
+    if (levels > 0) a.priority.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(levels)));
+    a.fuse.data<std::int32_t>()[r] = fuse >= 1.f || rng.uniform() < fuse ? 1 : 0;
+  }
+  return a;
+}
+
 PolicyConfig small_config() {
   PolicyConfig c;
   c.hidden = 8;
@@ -603,6 +615,99 @@ TEST_CASE("decode: fusion groups are single-device and convex, colocation is res
   CHECK(check_plan(g, to_plan(full), 2) == "");
 }
 
+// DecodeLog: a decode that starts from a base's log (its merges replayed up to the first op whose
+// device or fuse action differs) gives what a whole decode gives, field for field, and logs what a
+// whole decode logs, so logs chain; a base made with other devices or options is not used.
+TEST_CASE("decode: from a base's log, a decode gives the whole decode's decision and log", "[policy]") {
+  auto same = [](const Decision& x, const Decision& y) {
+    CHECK(x.device == y.device);
+    CHECK(x.priority == y.priority);
+    CHECK(x.tie == y.tie);
+    CHECK(x.fusion_group == y.fusion_group);
+    CHECK(x.fuse_requested == y.fuse_requested);
+    CHECK(x.fused == y.fused);
+    CHECK(x.refused_device == y.refused_device);
+    CHECK(x.refused_rule == y.refused_rule);
+    CHECK(x.refused_cycle == y.refused_cycle);
+    CHECK(x.num_groups == y.num_groups);
+  };
+  auto same_log = [](const DecodeLog& x, const DecodeLog& y) {
+    CHECK(x.device == y.device);
+    CHECK(x.fuse == y.fuse);
+    CHECK(x.outcome == y.outcome);
+    REQUIRE(x.merges.size() == y.merges.size());
+    for (std::size_t k = 0; k < x.merges.size(); ++k) {
+      CHECK(x.merges[k].a == y.merges[k].a);
+      CHECK(x.merges[k].b == y.merges[k].b);
+      CHECK(x.merges[k].position == y.merges[k].position);
+      CHECK(x.merges[k].bound == y.merges[k].bound);
+      CHECK(x.merges[k].exact == y.merges[k].exact);
+    }
+  };
+  std::int64_t replayed = 0;  // merges the bases gave (so that the test sees the prefix taken)
+  auto check = [&](const OpGraph& g, int D, std::uint64_t seed, int moves) {
+    const PolicyGraph pg = PolicyGraph::from_graph(g);
+    const std::int32_t n = g.num_ops();
+    Rng rng(seed);
+    const Actions a = run_actions(n, D, rng, 3, 0.9f);
+    for (const DecodeOptions& o : {DecodeOptions{}, DecodeOptions{.colocate = false}, DecodeOptions{.join = FusionJoin::main},
+                                   DecodeOptions{.search_budget = 3}}) {
+      DecodeLog log;
+      const Decision whole0 = decode(g, pg, a, D, o, nullptr, nullptr, &log);
+      REQUIRE(log.device.size() == static_cast<std::size_t>(n));
+      same(decode(g, pg, a, D, o, nullptr, &log), whole0);  // the same actions: every merge replayed
+      Actions cur = a.clone();
+      for (int m = 0; m < moves; ++m) {
+        // a run of rows to one device (as fine-tuning's block moves), a few fuse flips, or new levels
+        Actions next = cur.clone();
+        const auto begin = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(n)));
+        const std::int32_t end = std::min(n, begin + 1 + static_cast<std::int32_t>(rng.uniform_int(60)));
+        const int kind = static_cast<int>(rng.uniform_int(3));
+        for (std::int32_t r = begin; r < end; ++r) {
+          if (kind == 0) next.device.data<std::int32_t>()[r] = static_cast<std::int32_t>(m % D);
+          if (kind == 1 && rng.uniform() < 0.2f) next.fuse.data<std::int32_t>()[r] ^= 1;
+          if (kind == 2) next.priority.data<std::int32_t>()[r] = static_cast<std::int32_t>(rng.uniform_int(3));
+        }
+        DecodeLog whole_log, from_log;
+        const Decision whole = decode(g, pg, next, D, o, nullptr, nullptr, &whole_log);
+        const Decision from = decode(g, pg, next, D, o, nullptr, &log, &from_log);
+        same(from, whole);
+        same_log(from_log, whole_log);
+        for (const auto& mg : log.merges) replayed += mg.position < begin ? 1 : 0;
+        if (rng.uniform() < 0.5f) {  // the next moves from this one's log (a new anchor), or from the old
+          log = std::move(from_log);
+          cur = std::move(next);
+        }
+      }
+      // a base for another device count or join is not used
+      same(decode(g, pg, a, D + 1, o, nullptr, &log), decode(g, pg, a, D + 1, o));
+      DecodeOptions other = o;
+      other.join = o.join == FusionJoin::main ? FusionJoin::all : FusionJoin::main;
+      same(decode(g, pg, a, D, other, nullptr, &log), decode(g, pg, a, D, other));
+    }
+    // The prefix really is the base's: with the base's merges taken out, the same actions decode
+    // with no groups before the op the merges stop at.
+    DecodeLog log;
+    const Decision whole = decode(g, pg, a, D, {}, nullptr, nullptr, &log);
+    if (whole.num_groups > 0) {
+      DecodeLog emptied = log;
+      emptied.merges.clear();
+      const Decision from = decode(g, pg, a, D, {}, nullptr, &emptied);
+      CHECK(from.num_groups == 0);
+      CHECK(from.fused == whole.fused);  // the counts come from the log's outcomes
+    }
+  };
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    INFO("random graph, seed " << seed);
+    check(random_op_graph(300, seed, 5), 1 + static_cast<int>(seed % 4), seed, 12);
+  }
+  for (const char* spec : {"zoo:rnnlm2", "zoo:wavenet2", "zoo:inception_v3"}) {
+    INFO(spec);
+    check(make_training_graph(load_graph(spec)), 2, 5, 6);
+  }
+  CHECK(replayed > 1000);
+}
+
 // The anchor's fused candidates (go/rl/anchor.hpp) are decoded from "fuse into producers" on every
 // op: on graphs without ops whose inputs are all control edges, those are the XLA-like heuristic's
 // groups, and a plan decoded so is expressed by its own actions.
@@ -616,12 +721,7 @@ TEST_CASE("decode: fusing every op builds the XLA-like heuristic's groups, which
     const PolicyGraph pg = PolicyGraph::from_graph(g);
     const std::int32_t n = g.num_ops();
     Rng rng(seed);
-    Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
-    for (std::int32_t r = 0; r < n; ++r) {
-      // runs of ops on one device, so that groups form
-      a.device.data<std::int32_t>()[r] = static_cast<std::int32_t>((r / 40 + rng.uniform_int(2)) % static_cast<std::uint64_t>(D));
-      a.fuse.data<std::int32_t>()[r] = 1;
-    }
+    const Actions a = run_actions(n, D, rng, 0, 1.f);
     const Decision d = decode(g, pg, a, D);
     require_valid(g, d);
     CHECK(d.num_groups > 0);

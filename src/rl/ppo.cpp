@@ -220,7 +220,10 @@ UpdateStats PpoTrainer::update() {
   const auto t_sampled = std::chrono::steady_clock::now();
   // 3. decode + simulate in parallel
   const int nthreads = item_threads(cfg_.threads, own_end - own_begin);
-  for (std::size_t gi : sel) reserve_workspaces(*tasks_[gi], nthreads);
+  for (std::size_t gi : sel) {
+    reserve_workspaces(*tasks_[gi], nthreads);
+    refresh_anchor_log(*tasks_[gi]);
+  }
   {
     parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {
       Sample& s = samples[j];

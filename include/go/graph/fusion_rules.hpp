@@ -519,13 +519,46 @@ class FusionGroups {
 
   // Merges the groups of a and b when the union is legal and keeps the graph of groups acyclic.
   Merge merge(OpId a, OpId b) {
-    OpId A = group(a), B = group(b);
+    const OpId A = group(a), B = group(b);
     if (A == B) return Merge::same_group;
     problem_ = legal_union(A, B);
     if (problem_) return Merge::refused_rule;
     if (reaches(A, B) || reaches(B, A)) return Merge::refused_cycle;
-    const std::int64_t ub = union_ub_;
-    const bool exact = union_exact_;
+    unite(A, B, union_ub_, union_exact_);
+    return Merge::merged;
+  }
+  // The union's operand bound and whether it is exact, as the last merge() that merged set them:
+  // what replay() takes to repeat that merge.
+  std::int64_t last_union_bound() const { return union_ub_; }
+  bool last_union_exact() const { return union_exact_; }
+  // Repeats a merge that merge(a, b) made on groups in the same state (the same merges before it),
+  // with its last_union_bound() and last_union_exact(), without checking it again: the groups end
+  // as that merge left them (policy::decode's `base`).
+  void replay(OpId a, OpId b, std::int64_t bound, bool exact) {
+    if (!counted_) count_operands();  // every merge comes after the operands were counted
+    unite(group(a), group(b), bound, exact);
+  }
+
+  // Plan::fusion of the groups: the leader's OpId for the ops of groups of two or more, else -1.
+  std::vector<std::int32_t> fusion() const {
+    const auto n = static_cast<std::size_t>(g_->num_ops());
+    std::vector<std::int32_t> f(n, -1);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (members_[r].size() < 2) continue;
+      const OpId l = leader(static_cast<OpId>(r));
+      for (OpId v : members_[r]) f[static_cast<std::size_t>(v)] = l;
+    }
+    return f;
+  }
+  std::int64_t num_groups() const {
+    std::int64_t k = 0;
+    for (const auto& m : members_) k += m.size() >= 2 ? 1 : 0;
+    return k;
+  }
+
+ private:
+  // The union of groups A != B, found legal and acyclic, with its operand bound.
+  void unite(OpId A, OpId B, std::int64_t ub, bool exact) {
     // the larger group (a lone op counts as one) takes the smaller one in
     if (members_of(A).size() < members_of(B).size()) std::swap(A, B);
     const auto ia = static_cast<std::size_t>(A), ib = static_cast<std::size_t>(B);
@@ -552,27 +585,8 @@ class FusionGroups {
     if (red_[ia] < 0) red_[ia] = red_[ib];
     ub_[ia] = ub;
     exact_[ia] = exact ? 1 : 0;
-    return Merge::merged;
   }
 
-  // Plan::fusion of the groups: the leader's OpId for the ops of groups of two or more, else -1.
-  std::vector<std::int32_t> fusion() const {
-    const auto n = static_cast<std::size_t>(g_->num_ops());
-    std::vector<std::int32_t> f(n, -1);
-    for (std::size_t r = 0; r < n; ++r) {
-      if (members_[r].size() < 2) continue;
-      const OpId l = leader(static_cast<OpId>(r));
-      for (OpId v : members_[r]) f[static_cast<std::size_t>(v)] = l;
-    }
-    return f;
-  }
-  std::int64_t num_groups() const {
-    std::int64_t k = 0;
-    for (const auto& m : members_) k += m.size() >= 2 ? 1 : 0;
-    return k;
-  }
-
- private:
   // R's members, made a list (with R's successors as its out_ list) where R is a lone op.
   std::vector<OpId>& own_members(OpId R) {
     auto& m = members_[static_cast<std::size_t>(R)];

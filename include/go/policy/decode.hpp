@@ -65,6 +65,34 @@ struct DecodeOptions {
   FusionJoin join = FusionJoin::graph;
 };
 
+// How decode() built one decision's fusion groups (its `log`), so that the decode of actions that
+// agree with those on a prefix of the merge order can start where they part (its `base`). What is
+// decided at an op depends only on the groups so far (of earlier ops: the cycle search goes
+// through earlier ops only), its fuse action, its device where it asks to fuse and has producers,
+// and its producers' devices. So up to the first op where a fuse action differs, or a device
+// (after colocation) that such an op or a consumer reads, the base's merges are the decode's, and
+// they are repeated unchecked (FusionGroups::replay). Fine-tuning's moves change a run of rows;
+// the merges after it, a training graph's backward pass, cost the most, so a decode from the
+// current anchor's log takes 76-88% of a whole one's time on the paper table's graphs.
+struct DecodeLog {
+  const OpGraph* graph = nullptr;  // the graph merged on (the PolicyGraph's renumbered copy or g)
+  std::int32_t num_devices = 0;
+  bool colocate = true, join_main = false;
+  std::int64_t search_budget = 0;
+  // per position of the merge order (the merged graph's topological order)
+  std::vector<std::int32_t> device;  // after colocation
+  std::vector<std::uint8_t> fuse;    // the fuse action
+  std::vector<std::uint8_t> outcome;  // an Outcome
+  enum Outcome : std::uint8_t { not_asked, fused, refused_device, refused_rule, refused_cycle, none_refused };
+  struct Merge {
+    OpId a, b;  // merge(a, b) of the merged graph's ops
+    std::int32_t position;  // of the op being decided
+    bool exact;
+    std::int64_t bound;
+  };
+  std::vector<Merge> merges;  // in order
+};
+
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
 // (the integer part of each, which must be in [0, priority_levels): decoded plans carry a program-
 // order tie in [0, 1) on top of their level; a plan without priorities gives level 0
@@ -109,8 +137,12 @@ inline Actions actions_from_plan(const OpGraph& g, const PolicyGraph& pg, const 
 // groups (rules 1 and 3, the costly part) are taken, and only the priorities and ties are decoded.
 // The anchor decodes each heuristic placement with and without rank priorities and in several tie
 // orders. The device actions are checked against it where no colocation moved an op.
+// `base` (optional): the log of an earlier decode of this graph and policy graph (see DecodeLog;
+// one made with other options or devices is not used); `log` (optional): this decode's, filled in
+// (left empty with `same_placement`, which merges nothing). Neither changes the decision.
 inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a, int num_devices,
-                       const DecodeOptions& opt = {}, const Decision* same_placement = nullptr) {
+                       const DecodeOptions& opt = {}, const Decision* same_placement = nullptr,
+                       const DecodeLog* base = nullptr, DecodeLog* log = nullptr) {
   const std::int32_t n = g.num_ops();
   GO_CHECK(pg.num_nodes == n, g.where(), "decode: the policy graph has ", pg.num_nodes, " rows but the graph has ", n,
            " ops");
@@ -160,6 +192,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       GO_CHECK(s.device[i] == d.device[i] || (opt.colocate && g.op(static_cast<OpId>(i)).colocation >= 0),
                "decode: device action ", d.device[i], " of ", g.label(static_cast<OpId>(i)),
                " differs from the decision whose placement is taken (", s.device[i], ")");
+    if (log) *log = DecodeLog{};  // no merges made: a log no decode takes
     Decision taken = s;
     taken.tie = std::move(d.tie);
     taken.priority = std::move(d.priority);
@@ -191,9 +224,59 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const std::vector<std::int32_t>& device = renumbered ? inner_device : d.device;
   FusionGroups groups(fg, opt.search_budget, pg.fusion_index);
   const bool join_main = (opt.join == FusionJoin::graph ? pg.join : opt.join) == FusionJoin::main;
+  const auto order = fg.topo_order();
+  auto fuse_of = [&](OpId v) { return af[renumbered ? v : pg.row_of[static_cast<std::size_t>(v)]]; };
+  if (log) {
+    *log = DecodeLog{&fg, num_devices, opt.colocate, join_main, opt.search_budget, {}, {}, {}, {}};
+    log->device.resize(N);
+    log->fuse.resize(N);
+    log->outcome.assign(N, DecodeLog::not_asked);
+    for (std::size_t k = 0; k < N; ++k) {
+      log->device[k] = device[static_cast<std::size_t>(order[k])];
+      log->fuse[k] = fuse_of(order[k]) == 1 ? 1 : 0;
+    }
+  }
+  // the first position whose decision may differ from the base's, and the base's merges before it
+  std::size_t from = 0;
+  if (base && base->graph == &fg && base->num_devices == num_devices && base->colocate == opt.colocate &&
+      base->join_main == join_main && base->search_budget == opt.search_budget && base->device.size() == N) {
+    // An op's device is read where it is decided, if it asks to fuse and has producers, and where
+    // its consumers are (each joins its producers on its own device); its fuse action where it is
+    // decided. A weight moved with its layer changes nothing before the layer's first consumer.
+    from = N;
+    for (std::size_t k = 0; k < from; ++k) {
+      const OpId v = order[k];
+      const bool fuse = fuse_of(v) == 1;
+      if (base->fuse[k] != (fuse ? 1 : 0)) {
+        from = k;
+      } else if (base->device[k] != device[static_cast<std::size_t>(v)]) {
+        if (fuse && !fg.pred(v).empty()) {
+          from = k;
+        } else {
+          for (OpId c : fg.succ(v)) from = std::min(from, static_cast<std::size_t>(fg.topo_position(c)));
+        }
+      }
+    }
+    for (const DecodeLog::Merge& m : base->merges) {
+      if (static_cast<std::size_t>(m.position) >= from) break;
+      groups.replay(m.a, m.b, m.bound, m.exact);
+      if (log) log->merges.push_back(m);
+    }
+    for (std::size_t k = 0; k < from; ++k) {
+      const auto o = base->outcome[k];
+      if (log) log->outcome[k] = o;
+      if (o == DecodeLog::not_asked) continue;
+      ++d.fuse_requested;
+      if (o == DecodeLog::fused) ++d.fused;
+      else if (o == DecodeLog::refused_device) ++d.refused_device;
+      else if (o == DecodeLog::refused_rule) ++d.refused_rule;
+      else if (o == DecodeLog::refused_cycle) ++d.refused_cycle;
+    }
+  }
   std::vector<std::pair<std::int64_t, OpId>> largest_first;
-  for (OpId v : fg.topo_order()) {
-    if (af[renumbered ? v : pg.row_of[static_cast<std::size_t>(v)]] != 1) continue;
+  for (std::size_t k = from; k < N; ++k) {
+    const OpId v = order[k];
+    if (fuse_of(v) != 1) continue;
     ++d.fuse_requested;
     const std::int32_t dv = device[static_cast<std::size_t>(v)];
     bool joined = false;
@@ -204,7 +287,12 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
         refusal = &d.refused_device;
       } else {
         switch (groups.merge(p, v)) {
-          case FusionGroups::Merge::merged: joined = true; break;
+          case FusionGroups::Merge::merged:
+            joined = true;
+            if (log)
+              log->merges.push_back({p, v, static_cast<std::int32_t>(k), groups.last_union_exact(),
+                                     groups.last_union_bound()});
+            break;
           case FusionGroups::Merge::same_group: break;  // a producer feeding two inputs, or one the group holds
           case FusionGroups::Merge::refused_rule: refusal = &d.refused_rule; break;
           case FusionGroups::Merge::refused_cycle: refusal = &d.refused_cycle; break;
@@ -214,12 +302,18 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     };
     if (join_main) {
       fusion_producers_largest_first(fg, v, largest_first);
-      for (std::size_t k = 0; k < largest_first.size() && !joined; ++k) join(largest_first[k].second);
+      for (std::size_t j = 0; j < largest_first.size() && !joined; ++j) join(largest_first[j].second);
     } else {
       for_each_fusion_producer(fg, v, join);
     }
     if (joined) ++d.fused;
     else if (first_refusal) ++*first_refusal;
+    if (log)
+      log->outcome[k] = joined                               ? DecodeLog::fused
+                        : first_refusal == &d.refused_device ? DecodeLog::refused_device
+                        : first_refusal == &d.refused_rule   ? DecodeLog::refused_rule
+                        : first_refusal == &d.refused_cycle  ? DecodeLog::refused_cycle
+                                                             : DecodeLog::none_refused;
   }
   d.fusion_group = groups.fusion();
   if (renumbered) {  // back to g's ids: op i is pg.order[i], and so is its group's leader

@@ -142,6 +142,11 @@ struct GraphTask {
     SimResult result;
   };
   std::optional<Decided> anchor_decision;
+  // How the current anchor's actions (pg's, which fine-tuning moves to each improvement) decode:
+  // plan_of decodes other actions from it (policy::decode's `base`), so a move changes only what
+  // comes after its first moved op. Made by refresh_anchor_log before the decodes of a round.
+  std::shared_ptr<const policy::DecodeLog> anchor_log;
+  policy::Actions anchor_log_of;  // the device and fuse actions it was made from
   // Every simulation of this graph's plans, in order: the anchor's candidates, the reference's (a
   // sample, never an answer), zero_shot()'s decisions (its greedy one only where that is not the
   // anchor's, anchor_decision) and update()'s samples (greedy_plan() is not recorded).
@@ -385,6 +390,7 @@ class PpoTrainer {
   // Actions with the anchor's device and fusion actions (and join) take its devices and fusion
   // groups, the costly part of decoding, and decode only the priorities (policy::decode's
   // `same_placement`): the shipped policy's greedy decision on gnmt8 at 121 steps moves only levels.
+  // Other actions decode from the current anchor's log (GraphTask::anchor_log), where there is one.
   Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
@@ -398,7 +404,23 @@ class PpoTrainer {
       placed.num_devices = D;
       return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o, &placed));
     }
-    return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o));
+    return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o, nullptr, t.anchor_log.get()));
+  }
+  // Makes t.anchor_log the log of pg's anchor actions, unless it is already (decoded from the
+  // previous log: a new anchor is mostly one move away from the last). Before a round's decodes,
+  // which read it from several threads.
+  void refresh_anchor_log(GraphTask& t) const {
+    if (!t.pg.has_anchor()) return;
+    if (t.anchor_log && policy::same_task_actions(t.pg.anchor_device, t.anchor_log_of.device) &&
+        policy::same_task_actions(t.pg.anchor_fuse, t.anchor_log_of.fuse))
+      return;
+    policy::DecodeOptions o;
+    o.colocate = cfg_.colocate;
+    const policy::Actions anchor{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+    auto log = std::make_shared<policy::DecodeLog>();
+    policy::decode(*t.graph, t.pg, anchor, t.sim->cluster().num_devices(), o, nullptr, t.anchor_log.get(), log.get());
+    t.anchor_log = std::move(log);
+    t.anchor_log_of = anchor.clone();
   }
 
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
