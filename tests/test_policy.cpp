@@ -689,6 +689,7 @@ TEST_CASE("decode: from a base's log, a decode gives the whole decode's decision
     // with no groups before the op the merges stop at.
     DecodeLog log;
     const Decision whole = decode(g, pg, a, D, {}, nullptr, nullptr, &log);
+    CHECK_THROWS_WITH(decode(g, pg, a, D, {}, nullptr, &log, &log), Catch::Contains("two objects"));
     if (whole.num_groups > 0) {
       DecodeLog emptied = log;
       emptied.merges.clear();

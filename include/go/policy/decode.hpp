@@ -147,6 +147,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   GO_CHECK(pg.num_nodes == n, g.where(), "decode: the policy graph has ", pg.num_nodes, " rows but the graph has ", n,
            " ops");
   GO_CHECK(num_devices >= 1, "decode: num_devices ", num_devices, " must be >= 1");
+  GO_CHECK(!base || base != log, "decode: the base log and the log to write must be two objects");
   auto check = [&](const Tensor& t, const char* what) {
     GO_CHECK(t.defined() && t.dtype() == DType::i32 && t.numel() == n, "decode: ", what, " actions ",
              t.defined() ? t.describe() : std::string("(undefined)"), " must be i32 [", n, "]");
