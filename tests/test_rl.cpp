@@ -926,7 +926,13 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     const std::string path = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";
     const LoadedTensors file = load_tensors(path);
     auto pol = load_policy(file, path);
-    const TrainConfig fc = finetune_config(PpoTrainer::saved_config(file, path), *pol, 0, 16, 0);
+    const auto saved = PpoTrainer::saved_config(file, path);
+    const TrainConfig fc = finetune_config(saved, *pol, 0, 16, 0);
+    // fine-tuning takes one gradient step per update (on the sampling pass) whatever pre-training used
+    REQUIRE(saved);
+    CHECK(saved->epochs == 2);
+    CHECK(fc.epochs == 1);
+    CHECK(fc.minibatch == 16);
     PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
     REQUIRE(s.task(0).anchor_decision);
     const std::int64_t before = s.task(0).trace.samples();

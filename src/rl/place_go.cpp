@@ -58,6 +58,7 @@ TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const polic
   cfg.training = false;  // the graph is placed as given
   cfg.samples = samples;
   cfg.minibatch = samples;
+  cfg.epochs = 1;  // one gradient step per update, on the sampling pass: a second epoch's pass changed no plan measurably
   cfg.anchor_placements = anchor_placements;  // by default every heuristic, whatever pre-training used
   cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
   cfg.anchor_expert = anchor_expert;
