@@ -319,7 +319,7 @@ BENCHMARK_CAPTURE(BM_sim_prefetch, gnmt8_seq121, "gnmt8:seq=121")->DenseRange(0,
 // merges, without decode's actions), one simulation of the decoded plan (memory unbounded: human
 // overflows a V100 here), what a sample costs besides its decode, and decode as it was before the
 // PolicyGraph's FusionIndex renumbered the graph in topological order (the same merges on the
-// graph's own ids; go/graph/fusion_rules.hpp, FusionIndex's `relabel`).
+// graph's own ids; go/graph/fusion_groups.hpp, FusionIndex's `relabel`).
 struct DecodeSetup {
   go::OpGraph graph;
   go::policy::PolicyGraph pg;

@@ -14,6 +14,7 @@
 #include "go/baselines/human.hpp"
 #include "go/baselines/search.hpp"
 #include "go/core/rng.hpp"
+#include "go/graph/fusion_groups.hpp"
 #include "go/graph/fusion_rules.hpp"
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"

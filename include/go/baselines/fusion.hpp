@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/graph/fusion_groups.hpp"
 #include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/sim/plan.hpp"

@@ -2,6 +2,7 @@
 // The whole graph layer: IR, importers, JSON format, cost model, fusion rules, training-graph expansion.
 #include "go/graph/cost.hpp"
 #include "go/graph/dnn_partitioning.hpp"
+#include "go/graph/fusion_groups.hpp"
 #include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/io.hpp"

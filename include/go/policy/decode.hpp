@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "go/core/error.hpp"
+#include "go/graph/fusion_groups.hpp"
 #include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/policy/features.hpp"

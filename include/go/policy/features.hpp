@@ -42,6 +42,7 @@
 
 #include "go/core/csr.hpp"
 #include "go/core/tensor.hpp"
+#include "go/graph/fusion_groups.hpp"
 #include "go/graph/fusion_rules.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/op_kind.hpp"
