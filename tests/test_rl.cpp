@@ -1202,12 +1202,27 @@ TEST_CASE("PPO with other starting points: each hill-climbed, deterministic, res
   }
   CHECK(first[0] <= first[1]);  // best first
   int improved = 0;
+  // each update's moves on a start decode from that start's log, made from the start as the update
+  // found it (the previous update's end), and a decode from it is the whole decode
+  std::vector<policy::Actions> found;
+  for (const auto& st : t.task(0).starts) found.push_back(st.first.clone());
   t.train([&](const UpdateStats&) {
+    const GraphTask& k0 = t.task(0);
+    REQUIRE(k0.start_logs.size() == 2);
     for (std::size_t k = 0; k < 2; ++k) {
-      const auto& [a, time] = t.task(0).starts[k];
-      CHECK(step_of(t.task(0), a) == time);
+      const auto& [a, time] = k0.starts[k];
+      CHECK(step_of(k0, a) == time);
       CHECK(time <= first[k]);
-      CHECK(t.task(0).best_step_time <= time);
+      CHECK(k0.best_step_time <= time);
+      const GraphTask::Logged& l = k0.start_logs[k];
+      REQUIRE(l.log);
+      CHECK(policy::same_task_actions(l.of.device, found[k].device));
+      CHECK(policy::same_task_actions(l.of.fuse, found[k].fuse));
+      const policy::Decision whole = policy::decode(*k0.graph, k0.pg, a, 2);
+      const policy::Decision logged = policy::decode(*k0.graph, k0.pg, a, 2, {}, nullptr, l.log.get());
+      CHECK(logged.device == whole.device);
+      CHECK(logged.fusion_group == whole.fusion_group);
+      found[k] = a.clone();
     }
   });
   for (std::size_t k = 0; k < 2; ++k) improved += t.task(0).starts[k].second < first[k] ? 1 : 0;

@@ -222,13 +222,13 @@ UpdateStats PpoTrainer::update() {
   const int nthreads = item_threads(cfg_.threads, own_end - own_begin);
   for (std::size_t gi : sel) {
     reserve_workspaces(*tasks_[gi], nthreads);
-    refresh_anchor_log(*tasks_[gi]);
+    refresh_logs(*tasks_[gi]);
   }
   {
     parallel_items(own_begin, own_end, nthreads, "ppo: simulation failed", [&](int tid, std::size_t j) {
       Sample& s = samples[j];
       GraphTask& t = *tasks_[s.graph];
-      s.plan = plan_of(t, s.actions);
+      s.plan = plan_of(t, s.actions, base_log(t, s.move));
       s.result = t.sim->simulate(s.plan, workspace_of(t, tid));
     });
     for (std::size_t j = own_begin; j < own_end; ++j) {

@@ -46,12 +46,12 @@ UpdateStats PpoTrainer::search_round() {
     const policy::Actions anchor{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
     const int nthreads = item_threads(cfg_.threads, props.size());
     reserve_workspaces(t, nthreads);
-    refresh_anchor_log(t);
+    refresh_logs(t);
     parallel_items(0, props.size(), nthreads, "ppo: simulation failed", [&](int tid, std::size_t k) {
       Proposal& p = props[k];
       p.move = draw_block_move(t, urng, gi, k);
       p.actions = block_moved(t, p.move, anchor);
-      p.plan = plan_of(t, p.actions);
+      p.plan = plan_of(t, p.actions, base_log(t, p.move));
       p.result = t.sim->simulate(p.plan, workspace_of(t, tid));
     });
     const double at = t.trace.seconds();
@@ -95,7 +95,7 @@ void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, s
   const int chains = cfg_.path_chains;
   const int nthreads = item_threads(cfg_.threads, static_cast<std::size_t>(chains));
   reserve_workspaces(t, nthreads);
-  refresh_anchor_log(t);
+  refresh_logs(t);
   SimWorkspace& ws0 = workspace_of(t, 0);
   const Plan start_plan = plan_of(t, start);
   const SimResult start_result = t.sim->simulate(start_plan, ws0);

@@ -142,11 +142,17 @@ struct GraphTask {
     SimResult result;
   };
   std::optional<Decided> anchor_decision;
+  // How some actions decode (policy::DecodeLog) and the device and fuse actions it was made from.
+  struct Logged {
+    std::shared_ptr<const policy::DecodeLog> log;
+    policy::Actions of;  // device and fuse only
+  };
   // How the current anchor's actions (pg's, which fine-tuning moves to each improvement) decode:
   // plan_of decodes other actions from it (policy::decode's `base`), so a move changes only what
-  // comes after its first moved op. Made by refresh_anchor_log before the decodes of a round.
-  std::shared_ptr<const policy::DecodeLog> anchor_log;
-  policy::Actions anchor_log_of;  // the device and fuse actions it was made from
+  // comes after its first moved op. Made by refresh_logs before the decodes of a round.
+  Logged anchor_log;
+  // The same for each of `starts` (below): a block move on a start decodes from its start's log.
+  std::vector<Logged> start_logs;
   // Every simulation of this graph's plans, in order: the anchor's candidates, the reference's (a
   // sample, never an answer), zero_shot()'s decisions (its greedy one only where that is not the
   // anchor's, anchor_decision) and update()'s samples (greedy_plan() is not recorded).
@@ -390,8 +396,10 @@ class PpoTrainer {
   // Actions with the anchor's device and fusion actions (and join) take its devices and fusion
   // groups, the costly part of decoding, and decode only the priorities (policy::decode's
   // `same_placement`): the shipped policy's greedy decision on gnmt8 at 121 steps moves only levels.
-  // Other actions decode from the current anchor's log (GraphTask::anchor_log), where there is one.
-  Plan plan_of(const GraphTask& t, const policy::Actions& a) const {
+  // Other actions decode from `base` (by default the current anchor's log, GraphTask::anchor_log),
+  // where there is one.
+  Plan plan_of(const GraphTask& t, const policy::Actions& a) const { return plan_of(t, a, t.anchor_log.log.get()); }
+  Plan plan_of(const GraphTask& t, const policy::Actions& a, const policy::DecodeLog* base) const {
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
     const int D = t.sim->cluster().num_devices();
@@ -404,23 +412,34 @@ class PpoTrainer {
       placed.num_devices = D;
       return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o, &placed));
     }
-    return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o, nullptr, t.anchor_log.get()));
+    return policy::to_plan(policy::decode(*t.graph, t.pg, a, D, o, nullptr, base));
   }
-  // Makes t.anchor_log the log of pg's anchor actions, unless it is already (decoded from the
-  // previous log: a new anchor is mostly one move away from the last). Before a round's decodes,
-  // which read it from several threads.
-  void refresh_anchor_log(GraphTask& t) const {
+  // The log a block move m decodes from: its start's where it was made on one, else the anchor's.
+  static const policy::DecodeLog* base_log(const GraphTask& t, const BlockMove& m) {
+    if (m.start >= 0 && static_cast<std::size_t>(m.start) < t.start_logs.size())
+      return t.start_logs[static_cast<std::size_t>(m.start)].log.get();
+    return t.anchor_log.log.get();
+  }
+  // Makes t.anchor_log the log of pg's anchor actions and each of t.start_logs its start's, unless
+  // it is already, each decoded from its previous log (a new anchor or start is mostly one move
+  // away from the last). Before a round's decodes, which read them from several threads. A start
+  // is another heuristic's plan: decoded from the anchor's log, a move on it would start where the
+  // two first differ, near the top of the graph.
+  void refresh_logs(GraphTask& t) const {
     if (!t.pg.has_anchor()) return;
-    if (t.anchor_log && policy::same_task_actions(t.pg.anchor_device, t.anchor_log_of.device) &&
-        policy::same_task_actions(t.pg.anchor_fuse, t.anchor_log_of.fuse))
+    refresh_log(t, {t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse}, t.anchor_log);
+    t.start_logs.resize(t.starts.size());
+    for (std::size_t k = 0; k < t.starts.size(); ++k) refresh_log(t, t.starts[k].first, t.start_logs[k]);
+  }
+  void refresh_log(const GraphTask& t, const policy::Actions& a, GraphTask::Logged& l) const {
+    if (l.log && policy::same_task_actions(a.device, l.of.device) && policy::same_task_actions(a.fuse, l.of.fuse))
       return;
     policy::DecodeOptions o;
     o.colocate = cfg_.colocate;
-    const policy::Actions anchor{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
     auto log = std::make_shared<policy::DecodeLog>();
-    policy::decode(*t.graph, t.pg, anchor, t.sim->cluster().num_devices(), o, nullptr, t.anchor_log.get(), log.get());
-    t.anchor_log = std::move(log);
-    t.anchor_log_of = anchor.clone();
+    policy::decode(*t.graph, t.pg, a, t.sim->cluster().num_devices(), o, nullptr, l.log.get(), log.get());
+    l.log = std::move(log);
+    l.of = policy::Actions{a.device.clone(), Tensor(), a.fuse.clone()};
   }
 
   // The anchor plan (go/rl/anchor.hpp) is the policy's starting point, so it is the first best plan.
