@@ -91,10 +91,10 @@ struct FusionIndex {
   bool counted = false;                  // reader_off, readers and operands are made
 };
 
-// Fusion groups built by merging, legal (the rules above) and acyclic (each group convex, no two
-// groups depending on each other) after every merge. Devices are the caller's: merge only ops on
-// one device. Merges cost the smaller group's edges for the rules and a search over groups for
-// cycles, bounded by `search_budget` edges (a merge whose search runs out is refused); no search
+// Fusion groups built by merging, legal (the rules of go/graph/fusion_rules.hpp) and acyclic (each
+// group convex, no two groups depending on each other) after every merge. Devices are the
+// caller's: merge only ops on one device. Merges cost the smaller group's edges for the rules and
+// a search over groups for cycles, bounded by `search_budget` edges (a merge whose search runs out is refused); no search
 // where every producer of the joining group's ops is in one of the two (then no path can close a
 // cycle), and the operand count (rule 5) is updated from the small group's tensors where it can be.
 class FusionGroups {

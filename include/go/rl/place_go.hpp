@@ -109,9 +109,9 @@ constexpr std::int64_t finetune_update_simulations(int samples) {
 // training config (TrainConfig defaults for a bare policy file) for `finetune` updates of `samples`
 // samples in one minibatch (a gradient step per epoch, as with 16 samples: 128 in minibatches of 64
 // took 1.7-1.8x the time, for plans better on two of four rows and worse on two) and one epoch (the
-// gradient step reuses the sampling pass, so an update costs one forward and one backward pass: a
-// second epoch, the pre-training config's, took 20-40% of the time on the paper rows for plans
-// within 0.2% either way, bench/README.md "Fine-tuning: one epoch"), seeded by `seed`, on the graph
+// gradient step reuses the sampling pass, so an update costs one forward and one backward pass:
+// without the pre-training config's second epoch GO takes 0.61-0.96x the time on the paper rows
+// for plans within 1.1% either way, bench/README.md "Fine-tuning: one epoch"), seeded by `seed`, on the graph
 // as given, anchored on every
 // heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
 // ("block_moves": a run of the rows or of the depth-first order on one device, annealing's move,
