@@ -238,6 +238,15 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       log->fuse[k] = fuse_of(order[k]) == 1 ? 1 : 0;
     }
   }
+  // an op's outcome in the decision's counts, decided here or taken from the base
+  auto tally = [&](DecodeLog::Outcome o) {
+    if (o == DecodeLog::not_asked) return;
+    ++d.fuse_requested;
+    if (o == DecodeLog::fused) ++d.fused;
+    else if (o == DecodeLog::refused_device) ++d.refused_device;
+    else if (o == DecodeLog::refused_rule) ++d.refused_rule;
+    else if (o == DecodeLog::refused_cycle) ++d.refused_cycle;
+  };
   // the first position whose decision may differ from the base's, and the base's merges before it
   std::size_t from = 0;
   if (base && base->graph == &fg && base->num_devices == num_devices && base->colocate == opt.colocate &&
@@ -265,28 +274,22 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       if (log) log->merges.push_back(m);
     }
     for (std::size_t k = 0; k < from; ++k) {
-      const auto o = base->outcome[k];
+      const auto o = static_cast<DecodeLog::Outcome>(base->outcome[k]);
       if (log) log->outcome[k] = o;
-      if (o == DecodeLog::not_asked) continue;
-      ++d.fuse_requested;
-      if (o == DecodeLog::fused) ++d.fused;
-      else if (o == DecodeLog::refused_device) ++d.refused_device;
-      else if (o == DecodeLog::refused_rule) ++d.refused_rule;
-      else if (o == DecodeLog::refused_cycle) ++d.refused_cycle;
+      tally(o);
     }
   }
   std::vector<std::pair<std::int64_t, OpId>> largest_first;
   for (std::size_t k = from; k < N; ++k) {
     const OpId v = order[k];
     if (fuse_of(v) != 1) continue;
-    ++d.fuse_requested;
     const std::int32_t dv = device[static_cast<std::size_t>(v)];
     bool joined = false;
-    std::int64_t* first_refusal = nullptr;
+    auto first_refusal = DecodeLog::none_refused;  // the first producer's reason, where none is joined
     auto join = [&](OpId p) {
-      std::int64_t* refusal = nullptr;
+      auto refusal = DecodeLog::none_refused;
       if (device[static_cast<std::size_t>(p)] != dv) {
-        refusal = &d.refused_device;
+        refusal = DecodeLog::refused_device;
       } else {
         switch (groups.merge(p, v)) {
           case FusionGroups::Merge::merged:
@@ -296,11 +299,11 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
                                      groups.last_union_bound()});
             break;
           case FusionGroups::Merge::same_group: break;  // a producer feeding two inputs, or one the group holds
-          case FusionGroups::Merge::refused_rule: refusal = &d.refused_rule; break;
-          case FusionGroups::Merge::refused_cycle: refusal = &d.refused_cycle; break;
+          case FusionGroups::Merge::refused_rule: refusal = DecodeLog::refused_rule; break;
+          case FusionGroups::Merge::refused_cycle: refusal = DecodeLog::refused_cycle; break;
         }
       }
-      if (!first_refusal) first_refusal = refusal;
+      if (first_refusal == DecodeLog::none_refused) first_refusal = refusal;
     };
     if (join_main) {
       fusion_producers_largest_first(fg, v, largest_first);
@@ -308,14 +311,9 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     } else {
       for_each_fusion_producer(fg, v, join);
     }
-    if (joined) ++d.fused;
-    else if (first_refusal) ++*first_refusal;
-    if (log)
-      log->outcome[k] = joined                               ? DecodeLog::fused
-                        : first_refusal == &d.refused_device ? DecodeLog::refused_device
-                        : first_refusal == &d.refused_rule   ? DecodeLog::refused_rule
-                        : first_refusal == &d.refused_cycle  ? DecodeLog::refused_cycle
-                                                             : DecodeLog::none_refused;
+    const DecodeLog::Outcome o = joined ? DecodeLog::fused : first_refusal;
+    tally(o);
+    if (log) log->outcome[k] = o;
   }
   d.fusion_group = groups.fusion();
   if (renumbered) {  // back to g's ids: op i is pg.order[i], and so is its group's leader
