@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,26 @@ PolicyConfig small_config() {
 
 bool bit_equal(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// An anchor on every row: devices 0, 1, 2 in turn, levels 0, 1 in turn, nothing fused.
+void set_round_robin_anchor(PolicyGraph& pg) {
+  Tensor dev = Tensor::zeros(Shape{pg.num_nodes}, DType::i32), pri = dev.clone(), fuse = dev.clone();
+  for (std::int64_t r = 0; r < pg.num_nodes; ++r) {
+    dev.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 3);
+    pri.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 2);
+  }
+  pg.set_anchor(dev, pri, fuse);
+}
+
+// Every parameter moved by a uniform draw in [-0.3, 0.3] (seeded by its name and `salt`): away
+// from the near-uniform initial heads.
+void perturb_parameters(GoPolicy& net, std::uint64_t salt) {
+  for (auto& [name, p] : net.named_parameters()) {
+    Rng r(std::hash<std::string>{}(name) + salt);
+    float* x = p.value().f32();
+    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
+  }
 }
 
 std::string temp_path(const std::string& name) {
@@ -266,11 +287,7 @@ TEST_CASE("GoPolicy: one shared pass gives every sample's outputs, losses and gr
   PolicyConfig cfg = small_config();
   cfg.chain = chain;
   GoPolicy net(cfg);
-  for (auto& [name, p] : net.named_parameters()) {  // away from the near-uniform initial heads
-    Rng r(std::hash<std::string>{}(name));
-    float* x = p.value().f32();
-    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
-  }
+  perturb_parameters(net, 0);
   const int K = 5, D = 3;
   std::vector<Rng> rngs, single_rngs;
   for (int k = 0; k < K; ++k) rngs.push_back(Rng(7).fork(static_cast<std::uint64_t>(k)));
@@ -355,20 +372,9 @@ TEST_CASE("GoPolicy: backward through the sampling pass gives backward_many's gr
   PolicyConfig cfg = small_config();
   cfg.chain = "hidden";
   cfg.anchor = anchored;
-  if (anchored) {
-    Tensor dev = Tensor::zeros(Shape{pg.num_nodes}, DType::i32), pri = dev.clone(), fuse = dev.clone();
-    for (std::int64_t r = 0; r < pg.num_nodes; ++r) {
-      dev.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 3);
-      pri.data<std::int32_t>()[r] = static_cast<std::int32_t>(r % 2);
-    }
-    pg.set_anchor(dev, pri, fuse);
-  }
+  if (anchored) set_round_robin_anchor(pg);
   GoPolicy net(cfg);
-  for (auto& [name, p] : net.named_parameters()) {  // away from the near-uniform initial heads
-    Rng r(std::hash<std::string>{}(name) + 1);
-    float* x = p.value().f32();
-    for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
-  }
+  perturb_parameters(net, 1);
   const int K = 4, D = 3;
   std::vector<Rng> rngs;
   for (int k = 0; k < K; ++k) rngs.push_back(Rng(11).fork(static_cast<std::uint64_t>(k)));
@@ -435,6 +441,91 @@ TEST_CASE("GoPolicy: backward through the sampling pass gives backward_many's gr
   std::vector<Rng> r3{Rng(5)};
   std::vector<PolicyOutput> a_out = action_net.forward_many(pg, D, Decode::sample, 1, nullptr, &r3);
   CHECK_THROWS_WITH(action_net.backward_from(pg, a_out[0], given, loss_of), Catch::Contains("chain \"hidden\""));
+}
+
+TEST_CASE("GoPolicy: heads only gives the same outputs, and gradients on the heads alone, equal to the whole network's",
+          "[policy]") {
+  const std::string chain = GENERATE(as<std::string>{}, "hidden", "action");
+  INFO("chain " << chain);
+  const OpGraph g = random_op_graph(80, 17);
+  PolicyGraph pg = PolicyGraph::from_graph(g);
+  PolicyConfig cfg = small_config();
+  cfg.chain = chain;
+  cfg.anchor = true;
+  set_round_robin_anchor(pg);
+  GoPolicy net(cfg);
+  perturb_parameters(net, 2);
+  const int K = 3, D = 3;
+  std::vector<Rng> rngs;
+  for (int k = 0; k < K; ++k) rngs.push_back(Rng(5).fork(static_cast<std::uint64_t>(k)));
+  std::vector<PolicyOutput> drawn;
+  {
+    NoGradGuard ng;
+    drawn = net.forward_many(pg, D, Decode::sample, K, nullptr, &rngs);
+  }
+  std::vector<Actions> given;
+  for (const auto& o : drawn) given.push_back(o.actions);
+  auto loss_of = [&](std::size_t k, const PolicyOutput& o) {
+    const float A = 0.6f - 0.5f * static_cast<float>(k);
+    Variable ratio = exp(o.log_prob - Variable(drawn[k].log_prob.value()) * 0.9f);
+    return (-mean(minimum(ratio * A, clamp(ratio, 0.8f, 1.2f) * A)) - o.entropy_mean * 0.01f +
+            mean(square(o.value - Variable(Tensor::full(Shape{1, 1}, -0.5f))))) *
+           0.3f;
+  };
+  auto run = [&](bool heads_only, std::vector<double>& losses) {
+    net.set_heads_only(heads_only);
+    net.zero_grad();
+    net.backward_many(pg, D, given, [&](std::size_t k, const PolicyOutput& o) {
+      Variable l = loss_of(k, o);
+      losses.push_back(l.item());
+      return l;
+    });
+    std::vector<std::optional<Tensor>> grads;
+    for (auto& p : net.parameters()) grads.push_back(p.has_grad() ? std::optional<Tensor>(p.grad().clone()) : std::nullopt);
+    return grads;
+  };
+  std::vector<double> loss_all, loss_heads;
+  const auto all = run(false, loss_all);
+  const auto heads = run(true, loss_heads);
+  REQUIRE(loss_heads.size() == loss_all.size());
+  for (std::size_t k = 0; k < loss_all.size(); ++k) CHECK(loss_heads[k] == loss_all[k]);  // the same outputs
+  const char* head_names[] = {"placement.ln.", "priority.ln.", "fusion.ln.", "placement.query.", "placement.devices.",
+                              "priority.head.", "fusion.head.", "value.fc1.", "value.fc2.", "anchor.bias"};
+  const auto params = net.named_parameters();
+  int n_heads = 0, n_frozen = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = params[i].first;
+    INFO(name);
+    const bool is_head = std::any_of(std::begin(head_names), std::end(head_names),
+                                     [&](const char* h) { return name.rfind(h, 0) == 0; });
+    REQUIRE(all[i].has_value());  // the whole network's backward reaches every parameter
+    if (is_head) {
+      ++n_heads;
+      REQUIRE(heads[i].has_value());
+      double norm = 0;
+      for (std::int64_t j = 0; j < all[i]->numel(); ++j) norm += std::abs(all[i]->f32()[j]);
+      CHECK(norm > 0);  // a real comparison, not of two zero gradients
+      go::test::require_close(*heads[i], *all[i], 1e-5, 1e-7, name);
+    } else {
+      ++n_frozen;
+      CHECK_FALSE(heads[i].has_value());  // no gradient: an optimizer step leaves it as it is
+    }
+  }
+  CHECK(n_heads == 18);  // 3 layer norms x 2, query x 2, devices, heads 2 x 2, value 2 x 2, anchor bias
+  CHECK(n_frozen > n_heads);
+  // backward_from (chain hidden): through a sampling pass recorded with heads only
+  if (chain == "hidden") {
+    std::vector<Rng> r1{Rng(9)};
+    std::vector<PolicyOutput> pass = net.forward_many(pg, D, Decode::sample, 1, nullptr, &r1);
+    net.zero_grad();
+    net.backward_from(pg, pass[0], given, loss_of);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      INFO(params[i].first);
+      CHECK(params[i].second.has_grad() == heads[i].has_value());
+      if (heads[i]) CHECK(bit_equal(params[i].second.grad(), *heads[i]));
+    }
+  }
+  net.set_heads_only(false);
 }
 
 TEST_CASE("GoPolicy: configs saved before \"chain\" existed load as chain action", "[policy]") {

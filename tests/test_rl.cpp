@@ -933,6 +933,9 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     CHECK(saved->epochs == 2);
     CHECK(fc.epochs == 1);
     CHECK(fc.minibatch == 16);
+    // ... and trains the heads only, where pre-training trained every layer
+    CHECK(saved->trainable == "all");
+    CHECK(fc.trainable == "heads");
     PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
     REQUIRE(s.task(0).anchor_decision);
     const std::int64_t before = s.task(0).trace.samples();
@@ -1032,6 +1035,54 @@ TEST_CASE("PPO with an anchor learns past it on two identical devices", "[rl]") 
     if (last.mean_step_time < first.mean_step_time * 0.95) ++improved;
   }
   CHECK(improved == seeds);
+}
+
+// Heads only (fine-tuning's "trainable"): an update draws the same samples as with every layer
+// trained (the outputs do not change), then moves the heads alone: every other parameter keeps its
+// loaded bits, where training every layer moves them too.
+TEST_CASE("PPO with trainable heads: the same samples, the heads moved, the encoder and blocks as loaded", "[rl]") {
+  const OpGraph g = two_chains(4);
+  const Cluster cl = same_two();
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"trainable": "encoder"})"),
+                    Catch::Contains("\"trainable\" is 'encoder', expected all or heads"));
+  CHECK(TrainConfig::parse(R"({"trainable": "heads"})").trainable == "heads");
+  CHECK(TrainConfig{}.trainable == "all");
+  const char* head_names[] = {"placement.ln.", "priority.ln.", "fusion.ln.", "placement.query.", "placement.devices.",
+                              "priority.head.", "fusion.head.", "value.fc1.", "value.fc2.", "anchor.bias"};
+  auto is_head = [&](const std::string& name) {
+    return std::any_of(std::begin(head_names), std::end(head_names), [&](const char* h) { return name.rfind(h, 0) == 0; });
+  };
+  std::vector<double> mean_reward;
+  for (const std::string trainable : {"all", "heads"}) {
+    INFO("trainable " << trainable);
+    TrainConfig c = anchored_on_default(4, 2.f, 3);
+    c.trainable = trainable;
+    c.target_kl = 0;  // every epoch runs
+    PpoTrainer t(c, {g}, cl);
+    CHECK(t.policy()->heads_only() == (trainable == "heads"));
+    std::vector<std::pair<std::string, Tensor>> before;
+    for (auto& [name, p] : t.policy()->named_parameters()) before.emplace_back(name, p.value().clone());
+    const UpdateStats st = t.update();
+    mean_reward.push_back(st.mean_reward);
+    int heads_moved = 0, others_moved = 0, others = 0;
+    const auto after = t.policy()->named_parameters();
+    REQUIRE(after.size() == before.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      const Tensor& a = after[i].second.value();
+      const bool same = std::memcmp(a.raw(), before[i].second.raw(), a.nbytes()) == 0;
+      if (is_head(after[i].first)) {
+        heads_moved += same ? 0 : 1;
+      } else {
+        ++others;
+        others_moved += same ? 0 : 1;
+      }
+    }
+    CHECK(others > 20);
+    CHECK(heads_moved >= 10);
+    if (trainable == "heads") CHECK(others_moved == 0);
+    else CHECK(others_moved > others / 2);
+  }
+  CHECK(mean_reward[0] == mean_reward[1]);  // the first update's samples, drawn before any step
 }
 
 // With reanchor, every improvement of the best plan becomes the anchor the policy reads: decoding

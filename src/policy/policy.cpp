@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -183,8 +184,12 @@ std::shared_ptr<GoPolicy> GoPolicy::load_policy(const LoadedTensors& lt, const s
 
 GoPolicy::Trunk GoPolicy::trunk(const PolicyGraph& g, int num_devices) const {
   Trunk t;
-  t.h = encode(g);
-  t.context = mean(t.h, 0);  // [1, d]
+  {
+    std::optional<NoGradGuard> frozen;
+    if (heads_only_) frozen.emplace();
+    t.h = encode(g);
+    t.context = mean(t.h, 0);  // [1, d]
+  }
   t.zp = run_blocks(0, t.h, t.context);
   t.dev = slice(devices_->table(), 0, 0, num_devices);  // [D, d]
   Variable q = head(t.zp, 0, *device_query_);
@@ -196,6 +201,8 @@ GoPolicy::Trunk GoPolicy::trunk(const PolicyGraph& g, int num_devices) const {
 }
 
 Variable GoPolicy::run_blocks(int task, Variable x, const Variable& context) const {
+  std::optional<NoGradGuard> frozen;
+  if (heads_only_) frozen.emplace();
   for (int l = 0; l < cfg_.layers_per_task; ++l) {
     Variable gate = superposition_ ? superposition_->gate(task * cfg_.layers_per_task + l, context) : Variable();
     x = blocks_[task][static_cast<std::size_t>(l)]->forward(x, gate);

@@ -17,6 +17,7 @@ nlohmann::json TrainConfig::to_json() const {
           {"samples", samples},
           {"graphs_per_update", graphs_per_update},
           {"epochs", epochs},
+          {"trainable", trainable},
           {"minibatch", minibatch},
           {"clip", clip},
           {"ratio", ratio},
@@ -69,6 +70,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
     else if (k == "samples") f.integer(c.samples);
     else if (k == "graphs_per_update") f.integer(c.graphs_per_update);
     else if (k == "epochs") f.integer(c.epochs);
+    else if (k == "trainable") f.string(c.trainable);
     else if (k == "minibatch") f.integer(c.minibatch);
     else if (k == "clip") f.number(c.clip);
     else if (k == "ratio") f.string(c.ratio);
@@ -107,7 +109,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
     else if (k == "seed") f.seed(c.seed);
     else {
       GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
-                     "minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
+                     "trainable, minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                      "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
                      "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, "
                      "threads, "

@@ -59,6 +59,7 @@ TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const polic
   cfg.samples = samples;
   cfg.minibatch = samples;
   cfg.epochs = 1;  // one gradient step per update, on the sampling pass: a second epoch's pass changed no plan measurably
+  cfg.trainable = "heads";  // the pre-trained encoder and blocks kept: training them changed no plan measurably
   cfg.anchor_placements = anchor_placements;  // by default every heuristic, whatever pre-training used
   cfg.anchor_ties = anchor_ties;                            // as best-heuristic's, so that the anchor is its plan
   cfg.anchor_expert = anchor_expert;
@@ -118,6 +119,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
     }
     cfg = finetune_config(PpoTrainer::saved_config(file, policy_path), *pol, o.finetune, o.finetune_samples, o.seed,
                           o.anchor_ties, o.anchor_placements, o.expert);
+    if (o.from_scratch) cfg.trainable = "all";  // nothing was pre-trained: every layer learns
   }
   GO_CHECK(c.num_devices() <= pol->config().max_devices, "go: cluster '", c.name, "' has ", c.num_devices(),
            " devices but the policy ", policy_path, " handles at most ", pol->config().max_devices);

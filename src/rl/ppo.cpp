@@ -66,6 +66,7 @@ PpoTrainer::PpoTrainer(TrainConfig cfg, std::vector<OpGraph> graphs, std::vector
              " devices but the policy handles at most ", cfg_.policy.max_devices, " (policy \"max_devices\")");
   }
   policy_ = policy ? std::move(policy) : std::make_shared<policy::GoPolicy>(cfg_.policy);
+  policy_->set_heads_only(cfg_.trainable == "heads");
   // a task's name is its graph's, or its file's where two graphs share a name (every PyTorch export
   // is "torch_jit"): reports and checkpoints must tell them apart
   std::vector<std::string> names;

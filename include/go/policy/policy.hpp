@@ -15,6 +15,10 @@
 // distribution of all three tasks and serves any number of samples (forward_many).
 // With an anchor plan (config "anchor", PolicyGraph::set_anchor): h0 += E_anc[anchor device], and
 // each task's logits get + b_t on the anchor's action (b learned, starting at "anchor_bias").
+// Heads only (set_heads_only, fine-tuning's setting): everything up to each task's last block,
+// encoder, gates and action embeddings included, runs without recording gradients; what a
+// backward reaches are the heads: LN_t, W_q, b_q, E_dev, W_s, b_s, W_f, b_f, the value's layers
+// and b.
 //
 // Blocks are pre-norm segment-recurrent attention blocks (go/nn/segment_attention.hpp); each
 // task has its own, and each task reads the previous task's hidden states (plus, with chain
@@ -94,6 +98,15 @@ class GoPolicy : public nn::Module {
   explicit GoPolicy(PolicyConfig cfg);
 
   const PolicyConfig& config() const { return cfg_; }
+
+  // Heads only (TrainConfig "trainable": "heads"; PpoTrainer sets it from its config): the passes
+  // record no gradient for the encoder and the attention blocks, so a backward costs the heads'
+  // share of the network and keeps none of the blocks' activations, and an optimizer step leaves
+  // every other parameter as it is (they get no gradient). The outputs' values are the same either
+  // way. Why fine-tuning uses it: with 20 updates, training the whole network changed no plan
+  // measurably and cost a third of an update (bench/README.md "Fine-tuning the heads only").
+  void set_heads_only(bool on) { heads_only_ = on; }
+  bool heads_only() const { return heads_only_; }
 
   // The encoder alone: GraphSAGE node embeddings [n, d] (rows in topological order).
   Variable encode(const PolicyGraph& g) const;
@@ -191,6 +204,7 @@ class GoPolicy : public nn::Module {
   std::shared_ptr<nn::Embedding> devices_, device_action_, priority_action_;
   std::shared_ptr<nn::Embedding> anchor_device_;  // with cfg.anchor
   Variable anchor_bias_;                          // [1, 3]: device, priority, fusion
+  bool heads_only_ = false;
 };
 
 }  // namespace go::policy

@@ -8,6 +8,10 @@
 //     "samples": 16,               // K plans sampled per graph and update
 //     "graphs_per_update": 0,      // graphs visited per update, round robin (0: all of them)
 //     "epochs": 4,                 // passes over the update's samples (1 to 1000)
+//     "trainable": "all",          // all: every parameter; heads: the output layers only (the final
+//                                  // layer norms, device query and embeddings, priority, fusion and
+//                                  // value heads, the anchor's bias), the encoder and attention
+//                                  // blocks kept as loaded (GoPolicy::set_heads_only; fine-tuning sets it)
 //     "minibatch": 16,             // samples per gradient step (the samples of one graph in a
 //                                  // minibatch share one pass, so a whole-batch step costs one pass)
 //     "clip": 0.2,                 // PPO ratio clip
@@ -131,6 +135,7 @@ struct TrainConfig {
   int samples = 16;
   int graphs_per_update = 0;
   int epochs = 4;
+  std::string trainable = "all";
   int minibatch = 16;
   double clip = 0.2;
   std::string ratio = "node";
@@ -174,6 +179,8 @@ struct TrainConfig {
     // (an upper bound: a mistyped count would run the first update for days without a word)
     GO_CHECK(epochs >= 1 && epochs <= 1000, "train config: \"epochs\" is ", epochs,
              ", must be in [1, 1000] (PPO makes 3 to 10 passes over an update's samples)");
+    GO_CHECK(trainable == "all" || trainable == "heads", "train config: \"trainable\" is '", trainable,
+             "', expected all or heads");
     GO_CHECK(minibatch >= 1, "train config: \"minibatch\" is ", minibatch, ", must be >= 1");
     GO_CHECK(clip > 0 && clip < 1, "train config: \"clip\" is ", clip, ", must be in (0, 1)");
     GO_CHECK(ratio == "node" || ratio == "plan", "train config: \"ratio\" is '", ratio, "', expected node or plan");

@@ -17,7 +17,7 @@
 //                 devices' op sets, tried where links differ by pair; after the last update, so a
 //                 time limit, which stops the updates, does not stop it).
 //   go-one        GO trained from scratch on this graph alone (the paper's GO-one): a fresh network
-//                 of the policy file's architecture, the same procedure as go.
+//                 of the policy file's architecture, the same procedure as go but every layer trained.
 //   best-heuristic the anchor plan on its own (go/rl/anchor.hpp): the best simulated combination of
 //                 the heuristic placements, critical-path priorities and XLA-like fusion.
 //   anneal-anchor annealing (go/baselines/search.hpp) whose starting plans are anneal's and GO's
@@ -111,8 +111,11 @@ constexpr std::int64_t finetune_update_simulations(int samples) {
 // took 1.7-1.8x the time, for plans better on two of four rows and worse on two) and one epoch (the
 // gradient step reuses the sampling pass, so an update costs one forward and one backward pass:
 // without the pre-training config's second epoch GO takes 0.61-0.96x the time on the paper rows
-// for plans within 1.1% either way, bench/README.md "Fine-tuning: one epoch"), seeded by `seed`, on the graph
-// as given, anchored on every
+// for plans within 1.1% either way, bench/README.md "Fine-tuning: one epoch") on the heads only
+// ("trainable": the encoder and attention blocks keep their pre-trained weights, so the step
+// back-propagates through the output layers alone: 0.80x the time on six paper rows, plans within
+// 2% either way, the 80,588-op graph's the same in 0.83x the time and 0.55x the peak memory,
+// bench/README.md "Fine-tuning the heads only"), seeded by `seed`, on the graph as given, anchored on every
 // heuristic and re-anchored on every improvement ("reanchor"), half of the samples block moves
 // ("block_moves": a run of the rows or of the depth-first order on one device, annealing's move,
 // outside the loss), and after each update kFinetunePathChains climbs of kFinetunePathMoves
