@@ -938,9 +938,6 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     CHECK(fc.trainable == "heads");
     PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
     REQUIRE(s.task(0).anchor_decision);
-    const std::int64_t before = s.task(0).trace.samples();
-    const auto out = s.zero_shot(0, 2, Rng(7));
-    CHECK(s.task(0).trace.samples() == before + 3);
     policy::Actions greedy;
     {
       NoGradGuard ng;
@@ -948,6 +945,21 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     }
     const Plan gp = policy::to_plan(policy::decode(*s.task(0).graph, s.task(0).pg, greedy, 2));  // from scratch
     const SimResult gr = s.task(0).sim->simulate(gp);
+    const std::int64_t before = s.task(0).trace.samples();
+    const double anchor_time = s.task(0).best_step_time;
+    CHECK(anchor_time == s.task(0).anchor_step_time);
+    const auto out = s.zero_shot(0, 2, Rng(7));
+    CHECK(s.task(0).trace.samples() == before + 3);
+    // the fastest decision beats the anchor here: it is the best plan, and (fine-tuning re-anchors)
+    // the anchor, which decodes to it
+    double fastest = out[0].second.step_time;
+    for (const auto& [p, r] : out) fastest = std::min(fastest, r.step_time);
+    REQUIRE(fastest < anchor_time);
+    CHECK(s.task(0).best_step_time == fastest);
+    CHECK(s.task(0).sim->simulate(s.task(0).best_plan).step_time == fastest);
+    const GraphTask& st = s.task(0);
+    CHECK(st.sim->simulate(s.plan_of(0, {st.pg.anchor_device, st.pg.anchor_priority, st.pg.anchor_fuse})).step_time ==
+          fastest);
     CHECK(gp.priority != s.task(0).anchor_decision->plan.priority);
     CHECK(gp.device == s.task(0).anchor_decision->plan.device);
     CHECK(gp.fusion == s.task(0).anchor_decision->plan.fusion);
@@ -965,6 +977,9 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
   const auto out = u.zero_shot(0, 4, Rng(7));
   CHECK(u.task(0).trace.samples() == before + 5);
   CHECK(out[0].first.device == u.greedy_plan(0).first.device);
+  double fastest = out[0].second.step_time;  // no plan before: the fastest decision is the best
+  for (const auto& [p, r] : out) fastest = std::min(fastest, r.step_time);
+  CHECK(u.task(0).best_step_time == fastest);
 }
 
 // The anchor's `fit` candidate: a chain of six 1 ms matmuls holding 100 MB of parameters each (1 kB

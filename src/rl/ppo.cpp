@@ -143,6 +143,22 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
   });
   const double done = t.trace.seconds();
   for (std::size_t j = first; j < out.size(); ++j) t.trace.add_at(out[j].second.valid, out[j].second.step_time, done);
+  // The fastest decision that beats the graph's best plan becomes it, and with reanchor the anchor,
+  // as an update's samples do: fine-tuning then starts where zero-shot ended, not at the heuristic.
+  std::size_t best = out.size();
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const SimResult& r = out[j].second;
+    if (r.valid && std::isfinite(r.step_time) && r.step_time < t.best_step_time &&
+        (best == out.size() || r.step_time < out[best].second.step_time))
+      best = j;
+  }
+  if (best < out.size()) {
+    t.best_step_time = out[best].second.step_time;
+    t.best_plan = out[best].first;
+    t.best_update = updates_done_;
+    if (cfg_.reanchor && cfg_.policy.anchor)
+      t.pg.set_anchor(decisions[best].device.clone(), decisions[best].priority.clone(), decisions[best].fuse.clone());
+  }
   return out;
 }
 

@@ -7,7 +7,8 @@
 //                 decisions are simulated, the best valid one is the answer.
 //   go            the same, then `finetune` PPO updates of `finetune_samples` (128) samples on this
 //                 graph (PlaceOptions::finetune; -1 = budget / finetune_update_simulations, so that
-//                 GO gets the simulator budget the search baselines get), re-anchored on every
+//                 GO gets the simulator budget the search baselines get), from the fastest of the
+//                 anchor and the zero-shot plans (PpoTrainer::zero_shot) and re-anchored on every
 //                 improvement, half of the samples block moves, half of those made on the other
 //                 heuristic plans within 5% of the anchor, each hill-climbed on its own, and after
 //                 each update critical-path moves from the best plan (finetune_config); the best valid

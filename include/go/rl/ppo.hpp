@@ -249,7 +249,9 @@ class PpoTrainer {
   // k < samples; decoded and simulated on the config's threads (the results do not depend on them).
   // With chain "hidden" all of them come from one policy pass.
   // They are recorded in the task's trace in that order, but for a greedy decision that is the
-  // anchor's actions: that is the anchor's plan and simulation (GraphTask::anchor_decision).
+  // anchor's actions: that is the anchor's plan and simulation (GraphTask::anchor_decision). The
+  // fastest valid one, where faster than the graph's best plan, becomes it (and with reanchor the
+  // anchor), as an update's samples do.
   // `policy_seconds` (optional): the wall time of the policy's passes, the rest being decoding and
   // simulating.
   std::vector<std::pair<Plan, SimResult>> zero_shot(std::size_t i, int samples, const Rng& base,
