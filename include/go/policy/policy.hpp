@@ -104,7 +104,7 @@ class GoPolicy : public nn::Module {
   // share of the network and keeps none of the blocks' activations, and an optimizer step leaves
   // every other parameter as it is (they get no gradient). The outputs' values are the same either
   // way. Why fine-tuning uses it: with 20 updates, training the whole network changed no plan
-  // measurably and cost a third of an update (bench/README.md "Fine-tuning the heads only").
+  // measurably and cost a quarter to a third of an update (bench/README.md "Fine-tuning the heads only").
   void set_heads_only(bool on) { heads_only_ = on; }
   bool heads_only() const { return heads_only_; }
 
