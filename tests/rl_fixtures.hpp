@@ -1,7 +1,11 @@
 #pragma once
-// Shared by the PPO tests (test_rl, test_mpi): the smallest policy network worth training.
+// Shared by the PPO and policy tests (test_rl, test_mpi, test_policy): the smallest policy
+// network worth training, and which of its parameters are heads.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "go/policy/config.hpp"
 #include "go/policy/policy.hpp"
@@ -21,6 +25,16 @@ inline policy::PolicyConfig tiny_policy_config(std::uint64_t seed) {
   c.value_hidden = 16;
   c.seed = seed;
   return c;
+}
+
+// Whether a GoPolicy parameter is one of the heads that heads-only training moves (the final layer
+// norms, device query and embeddings, priority, fusion and value heads, the anchor's bias), named
+// here independently of GoPolicy, so that the tests state what the header comment promises.
+inline bool is_policy_head(const std::string& name) {
+  static const char* const heads[] = {"placement.ln.",      "priority.ln.",  "fusion.ln.",   "placement.query.",
+                                      "placement.devices.", "priority.head.", "fusion.head.", "value.fc1.",
+                                      "value.fc2.",         "anchor.bias"};
+  return std::any_of(std::begin(heads), std::end(heads), [&](const char* h) { return name.rfind(h, 0) == 0; });
 }
 
 // The two networks' parameters, bit for bit.

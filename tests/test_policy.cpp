@@ -22,6 +22,7 @@
 #include "go/policy/to_plan.hpp"
 #include "go/sim/sim.hpp"
 #include "harness.hpp"
+#include "rl_fixtures.hpp"
 #include "tiny_graph.hpp"
 
 namespace test_policy {
@@ -489,15 +490,12 @@ TEST_CASE("GoPolicy: heads only gives the same outputs, and gradients on the hea
   const auto heads = run(true, loss_heads);
   REQUIRE(loss_heads.size() == loss_all.size());
   for (std::size_t k = 0; k < loss_all.size(); ++k) CHECK(loss_heads[k] == loss_all[k]);  // the same outputs
-  const char* head_names[] = {"placement.ln.", "priority.ln.", "fusion.ln.", "placement.query.", "placement.devices.",
-                              "priority.head.", "fusion.head.", "value.fc1.", "value.fc2.", "anchor.bias"};
   const auto params = net.named_parameters();
   int n_heads = 0, n_frozen = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const std::string& name = params[i].first;
     INFO(name);
-    const bool is_head = std::any_of(std::begin(head_names), std::end(head_names),
-                                     [&](const char* h) { return name.rfind(h, 0) == 0; });
+    const bool is_head = go::test::is_policy_head(name);
     REQUIRE(all[i].has_value());  // the whole network's backward reaches every parameter
     if (is_head) {
       ++n_heads;

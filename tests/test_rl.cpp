@@ -1062,11 +1062,6 @@ TEST_CASE("PPO with trainable heads: the same samples, the heads moved, the enco
                     Catch::Contains("\"trainable\" is 'encoder', expected all or heads"));
   CHECK(TrainConfig::parse(R"({"trainable": "heads"})").trainable == "heads");
   CHECK(TrainConfig{}.trainable == "all");
-  const char* head_names[] = {"placement.ln.", "priority.ln.", "fusion.ln.", "placement.query.", "placement.devices.",
-                              "priority.head.", "fusion.head.", "value.fc1.", "value.fc2.", "anchor.bias"};
-  auto is_head = [&](const std::string& name) {
-    return std::any_of(std::begin(head_names), std::end(head_names), [&](const char* h) { return name.rfind(h, 0) == 0; });
-  };
   std::vector<double> mean_reward;
   for (const std::string trainable : {"all", "heads"}) {
     INFO("trainable " << trainable);
@@ -1085,7 +1080,7 @@ TEST_CASE("PPO with trainable heads: the same samples, the heads moved, the enco
     for (std::size_t i = 0; i < after.size(); ++i) {
       const Tensor& a = after[i].second.value();
       const bool same = std::memcmp(a.raw(), before[i].second.raw(), a.nbytes()) == 0;
-      if (is_head(after[i].first)) {
+      if (go::test::is_policy_head(after[i].first)) {
         heads_moved += same ? 0 : 1;
       } else {
         ++others;

@@ -152,13 +152,8 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
         (best == out.size() || r.step_time < out[best].second.step_time))
       best = j;
   }
-  if (best < out.size()) {
-    t.best_step_time = out[best].second.step_time;
-    t.best_plan = out[best].first;
-    t.best_update = updates_done_;
-    if (cfg_.reanchor && cfg_.policy.anchor)
-      t.pg.set_anchor(decisions[best].device.clone(), decisions[best].priority.clone(), decisions[best].fuse.clone());
-  }
+  if (best < out.size())
+    adopt_best(t, out[best].second.step_time, out[best].first, updates_done_, std::move(decisions[best]));
   return out;
 }
 

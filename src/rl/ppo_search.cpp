@@ -71,10 +71,8 @@ UpdateStats PpoTrainer::search_round() {
     }
     if (best < props.size()) {
       Proposal& p = props[best];
-      t.best_step_time = p.result.step_time;
-      t.best_update = u + 1;
-      t.best_plan = std::move(p.plan);
-      if (cfg_.reanchor) t.pg.set_anchor(p.actions.device, p.actions.priority.clone(), p.actions.fuse.clone());
+      adopt_best(t, p.result.step_time, std::move(p.plan), u + 1,
+                 {p.actions.device, p.actions.priority.clone(), p.actions.fuse.clone()});
     }
     if (gi == sel[0]) st.mean_step_time = nv ? sum_t / nv : kInf;
     if (cfg_.path_moves > 0) climb_paths(t, gi, urng, u);
@@ -118,12 +116,7 @@ void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, s
     if (climbs[c].step_time < climbs[best].step_time) best = c;
   }
   PathClimb& b = climbs[best];
-  if (b.step_time < t.best_step_time) {
-    t.best_step_time = b.step_time;
-    t.best_plan = std::move(b.plan);
-    t.best_update = update + 1;
-    if (cfg_.reanchor) t.pg.set_anchor(b.actions.device, b.actions.priority, b.actions.fuse);
-  }
+  if (b.step_time < t.best_step_time) adopt_best(t, b.step_time, std::move(b.plan), update + 1, std::move(b.actions));
 }
 
 }  // namespace go::rl

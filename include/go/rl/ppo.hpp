@@ -364,6 +364,15 @@ class PpoTrainer {
     if (m.start >= 0 && step_time < t.starts[static_cast<std::size_t>(m.start)].second)
       t.starts[static_cast<std::size_t>(m.start)] = {actions.clone(), step_time};
   }
+  // A plan faster than graph t's best becomes it, found by update `update` (0: before the first),
+  // and with reanchor (on an anchored policy) its actions become the anchor.
+  void adopt_best(GraphTask& t, double step_time, Plan plan, std::int64_t update, policy::Actions actions) const {
+    t.best_step_time = step_time;
+    t.best_plan = std::move(plan);
+    t.best_update = update;
+    if (cfg_.reanchor && cfg_.policy.anchor)
+      t.pg.set_anchor(std::move(actions.device), std::move(actions.priority), std::move(actions.fuse));
+  }
   // The graphs (indices into tasks_) of update u: all of them, or graphs_per_update round robin.
   std::vector<std::size_t> graphs_of_update(std::int64_t u) const {
     const std::size_t G = tasks_.size();
