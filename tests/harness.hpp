@@ -7,6 +7,7 @@
 // outside the op so that rounding in the reduction does not swamp the finite
 // differences. The analytic gradient comes from backward(seed = w).
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <functional>
@@ -18,6 +19,12 @@
 #include "go/core/tensor.hpp"
 
 namespace go::test {
+
+// Restores the OpenMP thread count when a test leaves, failed or not.
+struct ThreadsGuard {
+  int saved = omp_get_max_threads();
+  ~ThreadsGuard() { omp_set_num_threads(saved); }
+};
 
 inline Tensor random_tensor(const Shape& shape, Rng& rng, float lo = -1.f, float hi = 1.f) {
   return Tensor::uniform(shape, rng, lo, hi);

@@ -179,11 +179,7 @@ void check_against_reference(const Edges& e, std::int64_t d, Reduce r, std::uint
 
 const Reduce kAll[] = {Reduce::sum, Reduce::mean, Reduce::max};
 
-// Restores the OpenMP thread count when a test leaves, failed or not.
-struct ThreadsGuard {
-  int saved = omp_get_max_threads();
-  ~ThreadsGuard() { omp_set_num_threads(saved); }
-};
+using go::test::ThreadsGuard;
 
 }  // namespace
 

@@ -2,12 +2,14 @@
 // gradients, segment-length invariance with a full memory, save/load), decoding into
 // valid plans.
 #include <catch2/catch.hpp>
+#include <omp.h>
 #include <algorithm>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "go/graph/load.hpp"
 #include "go/graph/training.hpp"
 #include "go/policy/all.hpp"
+#include "go/rl/ppo_loss.hpp"
 #include "go/policy/to_plan.hpp"
 #include "go/sim/sim.hpp"
 #include "harness.hpp"
@@ -112,6 +115,25 @@ void perturb_parameters(GoPolicy& net, std::uint64_t salt) {
     float* x = p.value().f32();
     for (std::int64_t i = 0; i < p.numel(); ++i) x[i] += r.uniform(-0.3f, 0.3f);
   }
+}
+
+// A chain "hidden" network of small_config with perturbed parameters, anchored (round robin on
+// pg) where asked.
+std::unique_ptr<GoPolicy> hidden_net(PolicyGraph& pg, bool anchored, std::uint64_t salt) {
+  PolicyConfig cfg = small_config();
+  cfg.chain = "hidden";
+  cfg.anchor = anchored;
+  if (anchored) set_round_robin_anchor(pg);
+  auto net = std::make_unique<GoPolicy>(cfg);
+  perturb_parameters(*net, salt);
+  return net;
+}
+
+// K sampling streams Rng(seed).fork(k).
+std::vector<Rng> sample_rngs(std::uint64_t seed, int K) {
+  std::vector<Rng> rngs;
+  for (int k = 0; k < K; ++k) rngs.push_back(Rng(seed).fork(static_cast<std::uint64_t>(k)));
+  return rngs;
 }
 
 std::string temp_path(const std::string& name) {
@@ -370,15 +392,10 @@ TEST_CASE("GoPolicy: backward through the sampling pass gives backward_many's gr
   PolicyGraph pg = PolicyGraph::from_graph(g);
   const bool anchored = GENERATE(false, true);
   INFO("anchored " << anchored);
-  PolicyConfig cfg = small_config();
-  cfg.chain = "hidden";
-  cfg.anchor = anchored;
-  if (anchored) set_round_robin_anchor(pg);
-  GoPolicy net(cfg);
-  perturb_parameters(net, 1);
+  const auto net_ptr = hidden_net(pg, anchored, 1);
+  GoPolicy& net = *net_ptr;
   const int K = 4, D = 3;
-  std::vector<Rng> rngs;
-  for (int k = 0; k < K; ++k) rngs.push_back(Rng(11).fork(static_cast<std::uint64_t>(k)));
+  std::vector<Rng> rngs = sample_rngs(11, K);
   // the pass PPO samples from, recorded with gradients
   std::vector<PolicyOutput> drawn = net.forward_many(pg, D, Decode::sample, K, nullptr, &rngs);
   std::vector<Actions> given;
@@ -442,6 +459,218 @@ TEST_CASE("GoPolicy: backward through the sampling pass gives backward_many's gr
   std::vector<Rng> r3{Rng(5)};
   std::vector<PolicyOutput> a_out = action_net.forward_many(pg, D, Decode::sample, 1, nullptr, &r3);
   CHECK_THROWS_WITH(action_net.backward_from(pg, a_out[0], given, loss_of), Catch::Contains("chain \"hidden\""));
+}
+
+// PPO's batched loss (go/rl/ppo_loss.hpp), what the trainer uses with chain "hidden": over one
+// pass's shared log-softmax, the same loss, statistics and gradients as the sum of each decision's
+// loss built from its own output (backward_many), to float summation order. The old
+// log-probabilities put the decisions' ratios at exactly 1 (ties inside the surrogate's min), on
+// both sides of the clip, and just off 1; the advantages are positive, negative and zero.
+TEST_CASE("GoPolicy: PPO's batched loss over the shared pass gives the per-decision losses and gradients",
+          "[policy][rl]") {
+  const OpGraph g = random_op_graph(90, 21);
+  PolicyGraph pg = PolicyGraph::from_graph(g);
+  const bool anchored = GENERATE(false, true);
+  const bool per_node = GENERATE(true, false);
+  INFO("anchored " << anchored << ", ratio " << (per_node ? "node" : "plan"));
+  const auto net_ptr = hidden_net(pg, anchored, 3);
+  GoPolicy& net = *net_ptr;
+  const int K = 6, D = 3;
+  std::vector<Rng> rngs = sample_rngs(17, K);
+  std::vector<Actions> given;
+  std::vector<Tensor> old;
+  {
+    NoGradGuard ng;
+    const auto drawn = net.forward_many(pg, D, Decode::sample, K, nullptr, &rngs);
+    Rng noise(23);
+    for (int k = 0; k < K; ++k) {
+      given.push_back(drawn[static_cast<std::size_t>(k)].actions);
+      Tensor o = drawn[static_cast<std::size_t>(k)].log_prob.value().clone();
+      const float spread = k % 3 == 0 ? 0.f : k % 3 == 1 ? 0.4f : 0.002f;
+      for (std::int64_t i = 0; i < o.numel(); ++i)
+        o.f32()[i] += spread * static_cast<float>(2 * noise.uniform_double() - 1);
+      old.push_back(o);
+    }
+  }
+  const float adv[K] = {0.9f, -0.6f, 0.f, 1.3f, -1.1f, 0.4f};
+  const double reward[K] = {-0.8, -1.2, -0.9, -1.0, -1.5, -0.7};
+  std::vector<go::rl::PpoDecision> ds;
+  for (int k = 0; k < K; ++k)
+    ds.push_back({&given[static_cast<std::size_t>(k)], &old[static_cast<std::size_t>(k)], adv[k], reward[k]});
+  const go::rl::PpoLossTerms terms{0.2f, per_node, 0.01f, 0.5f};
+  const float w = 1.f / K;
+  auto grads = [&] {
+    std::vector<Tensor> out;
+    for (auto& p : net.parameters()) out.push_back(p.has_grad() ? p.grad().clone() : Tensor::zeros(p.shape()));
+    return out;
+  };
+  // each decision's loss from its own output
+  go::rl::PpoLossStats st_each;
+  double loss_each = 0;
+  net.zero_grad();
+  net.backward_many(pg, D, given, [&](std::size_t k, const PolicyOutput& o) {
+    Variable l = go::rl::ppo_loss(o, ds[k], terms, st_each);
+    loss_each += l.item();
+    return scale(l, w);
+  });
+  const std::vector<Tensor> each = grads();
+  // all of them from the shared pass
+  go::rl::PpoLossStats st_all;
+  double loss_all = 0;
+  auto batched = [&](const GoPolicy::SharedOutput& so) {
+    Variable l = go::rl::ppo_loss(so, ds, terms, st_all);
+    loss_all = l.item();
+    return scale(l, w);
+  };
+  net.zero_grad();
+  net.backward_shared(pg, D, nullptr, given, batched);
+  const std::vector<Tensor> all = grads();
+  CHECK(loss_all == Approx(loss_each).epsilon(1e-5));
+  CHECK(st_all.decisions == K);
+  CHECK(st_each.decisions == K);
+  CHECK(st_all.entropy == Approx(st_each.entropy).epsilon(1e-6));
+  CHECK(st_all.policy_loss == Approx(st_each.policy_loss).epsilon(1e-5).margin(1e-7));
+  CHECK(st_all.value_loss == Approx(st_each.value_loss).epsilon(1e-6));
+  CHECK(st_all.kl == Approx(st_each.kl).epsilon(1e-4).margin(1e-9));
+  CHECK(st_all.clip_fraction == Approx(st_each.clip_fraction).margin(1e-9));
+  // the clip is met, and not everywhere: both branches of the min are compared
+  CHECK(st_each.clip_fraction > 0);
+  CHECK(st_each.clip_fraction < K);
+  const auto params = net.named_parameters();
+  double norm = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    go::test::require_close(all[i], each[i], 1e-4, 1e-6, params[i].first);
+    for (std::int64_t j = 0; j < each[i].numel(); ++j) norm += static_cast<double>(each[i].f32()[j]) * each[i].f32()[j];
+  }
+  CHECK(norm > 1e-6);
+  // through the recorded sampling pass: a new pass's gradients, bit for bit
+  std::vector<Rng> again = sample_rngs(17, K);
+  const auto recorded = net.forward_many(pg, D, Decode::sample, K, nullptr, &again);
+  go::rl::PpoLossStats st_rec;
+  double loss_rec = 0;
+  net.zero_grad();
+  net.backward_shared(pg, D, &recorded[0], given, [&](const GoPolicy::SharedOutput& so) {
+    Variable l = go::rl::ppo_loss(so, ds, terms, st_rec);
+    loss_rec = l.item();
+    return scale(l, w);
+  });
+  CHECK(loss_rec == loss_all);
+  const std::vector<Tensor> rec = grads();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    INFO(params[i].first);
+    CHECK(bit_equal(rec[i], all[i]));
+  }
+  CHECK_THROWS_WITH(net.backward_shared(pg, D, &recorded[0], given, batched), Catch::Contains("already back-propagated"));
+  // decisions the graph cannot take are refused before any pass, and so is chain "action"
+  std::vector<Actions> bad{given[0].clone()};
+  bad[0].device.data<std::int32_t>()[5] = D;
+  CHECK_THROWS_WITH(net.backward_shared(pg, D, nullptr, bad, batched), Catch::Contains("out of range"));
+  PolicyConfig acfg = small_config();
+  acfg.chain = "action";
+  GoPolicy action_net(acfg);
+  CHECK_THROWS_WITH(action_net.backward_shared(pg, D, nullptr, given, batched), Catch::Contains("chain \"hidden\""));
+}
+
+// The surrogate op alone on a graph large enough for its threads: the same bits on 1 and 2
+// threads, and against the composite of elementwise ops (pick, exp, clamp, min, mean) per
+// decision, the same loss and gradients to float summation order.
+TEST_CASE("clipped_surrogate: the composite's loss and gradients, the same bits on any thread count", "[policy][rl]") {
+  const std::int64_t n = 6000;
+  const int K = 8;
+  const bool per_node = GENERATE(true, false);
+  INFO("ratio " << (per_node ? "node" : "plan"));
+  const std::int64_t width[3] = {4, 8, 2};
+  Rng rng(31);
+  std::array<Tensor, 3> logits;
+  for (int t = 0; t < 3; ++t) {
+    logits[static_cast<std::size_t>(t)] = Tensor::empty(Shape{n, width[t]});
+    for (std::int64_t i = 0; i < n * width[t]; ++i)
+      logits[static_cast<std::size_t>(t)].f32()[i] = static_cast<float>(2 * rng.uniform_double() - 1);
+  }
+  std::vector<Actions> acts(K);
+  std::vector<Tensor> old(K);
+  std::vector<go::rl::SurrogateInput> in;
+  const float adv[K] = {1.f, -0.5f, 0.f, 2.f, -1.5f, 0.25f, 0.7f, -0.1f};
+  for (int k = 0; k < K; ++k) {
+    Tensor* a[3] = {&acts[static_cast<std::size_t>(k)].device, &acts[static_cast<std::size_t>(k)].priority,
+                    &acts[static_cast<std::size_t>(k)].fuse};
+    for (int t = 0; t < 3; ++t) {
+      *a[t] = Tensor::empty(Shape{n}, DType::i32);
+      for (std::int64_t i = 0; i < n; ++i)
+        a[t]->data<std::int32_t>()[i] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(width[t])));
+    }
+    old[static_cast<std::size_t>(k)] = Tensor::empty(Shape{n});
+  }
+  // the old log-probabilities: the current ones, moved by up to 0.5 per row (per-node ratios on both
+  // sides of the clip and inside it) or, for the plan ratio, the plan's sum moved to a ratio just
+  // below 1, below the clip and above it
+  const float plan_shift[4] = {0.00002f, 0.5f, 0.00002f, -0.5f};
+  {
+    NoGradGuard ng;
+    std::array<Variable, 3> ls;
+    for (int t = 0; t < 3; ++t) ls[static_cast<std::size_t>(t)] = log_softmax(Variable(logits[static_cast<std::size_t>(t)]));
+    for (int k = 0; k < K; ++k) {
+      const Tensor lp = (pick_columns(ls[0], acts[static_cast<std::size_t>(k)].device) +
+                         pick_columns(ls[1], acts[static_cast<std::size_t>(k)].priority) +
+                         pick_columns(ls[2], acts[static_cast<std::size_t>(k)].fuse))
+                            .value();
+      for (std::int64_t i = 0; i < n; ++i)
+        old[static_cast<std::size_t>(k)].f32()[i] =
+            lp.f32()[i] + (per_node ? 0.5f * static_cast<float>(2 * rng.uniform_double() - 1)
+                                    : plan_shift[k % 4] / static_cast<float>(n));
+    }
+  }
+  for (int k = 0; k < K; ++k) in.push_back({&acts[static_cast<std::size_t>(k)], &old[static_cast<std::size_t>(k)], adv[k]});
+  auto run = [&](int threads, std::vector<go::rl::SurrogateStats>& st) {
+    go::test::ThreadsGuard guard;
+    omp_set_num_threads(threads);
+    std::array<Variable, 3> x, ls;
+    for (int t = 0; t < 3; ++t) {
+      x[static_cast<std::size_t>(t)] = Variable(logits[static_cast<std::size_t>(t)], true);
+      ls[static_cast<std::size_t>(t)] = log_softmax(x[static_cast<std::size_t>(t)]);
+    }
+    Variable l = go::rl::clipped_surrogate(ls, in, 0.2f, per_node, &st);
+    const float value = l.item();
+    scale(l, 0.5f).backward();
+    std::vector<Tensor> g;
+    for (const Variable& v : x) g.push_back(v.grad().clone());
+    return std::pair{value, g};
+  };
+  std::vector<go::rl::SurrogateStats> st1, st2;
+  const auto [v1, g1] = run(1, st1);
+  const auto [v2, g2] = run(2, st2);
+  CHECK(v1 == v2);
+  for (int t = 0; t < 3; ++t) CHECK(bit_equal(g1[static_cast<std::size_t>(t)], g2[static_cast<std::size_t>(t)]));
+  // the composite, decision by decision
+  std::array<Variable, 3> x, ls;
+  for (int t = 0; t < 3; ++t) {
+    x[static_cast<std::size_t>(t)] = Variable(logits[static_cast<std::size_t>(t)], true);
+    ls[static_cast<std::size_t>(t)] = log_softmax(x[static_cast<std::size_t>(t)]);
+  }
+  Variable total;
+  int clipped = 0;
+  for (int k = 0; k < K; ++k) {
+    const Actions& a = acts[static_cast<std::size_t>(k)];
+    Variable lp = pick_columns(ls[0], a.device) + pick_columns(ls[1], a.priority) + pick_columns(ls[2], a.fuse);
+    Variable o(old[static_cast<std::size_t>(k)]);
+    Variable ratio = per_node ? exp(lp - o) : exp(clamp(sum(lp) - sum(o), -20.f, 20.f));
+    Variable surr = minimum(scale(ratio, adv[k]), scale(clamp(ratio, 0.8f, 1.2f), adv[k]));
+    Variable pg = per_node ? -mean(surr) : -surr;
+    const go::rl::SurrogateStats& x = st1[static_cast<std::size_t>(k)];
+    CHECK(x.loss == Approx(pg.item()).epsilon(1e-5).margin(1e-7));
+    if (per_node) {  // each decision's rows on both sides of the clip
+      CHECK(x.clip_fraction > 0.1);
+      CHECK(x.clip_fraction < 0.9);
+    }
+    clipped += x.clip_fraction > 0 ? 1 : 0;
+    total = total.defined() ? total + pg : pg;
+  }
+  CHECK(clipped == (per_node ? K : K / 2));
+  CHECK(v1 == Approx(total.item()).epsilon(1e-5));
+  scale(total, 0.5f).backward();
+  for (int t = 0; t < 3; ++t)
+    go::test::require_close(g1[static_cast<std::size_t>(t)], x[static_cast<std::size_t>(t)].grad(), 1e-4, 1e-7,
+                            "log-softmax input " + std::to_string(t));
 }
 
 TEST_CASE("GoPolicy: heads only gives the same outputs, and gradients on the heads alone, equal to the whole network's",

@@ -35,6 +35,7 @@
 #include "go/nn/serialize.hpp"
 #include "go/optim/adam.hpp"
 #include "go/policy/policy.hpp"
+#include "harness.hpp"
 
 namespace test_reliability {
 namespace fs = std::filesystem;
@@ -76,10 +77,7 @@ go::fuzz::Outcome replay(const go::fuzz::Target& t, const fs::path& file, bool a
   return go::fuzz::Outcome::rejected;
 }
 
-struct ThreadsGuard {
-  int saved = omp_get_max_threads();
-  ~ThreadsGuard() { omp_set_num_threads(saved); }
-};
+using go::test::ThreadsGuard;
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;

@@ -1007,9 +1007,10 @@ TEST_CASE("anchor: a candidate that runs out of memory, fitted to it", "[rl][anc
   CHECK(f.plan.device == std::vector<std::int32_t>{1, 1, 1, 0, 0, 0});
   CHECK(f.placement == "default fitted to memory");
   CHECK(f.describe().rfind("default fitted to memory", 0) == 0);
-  // one whole simulation of the candidate, four trials, the fitted placement decoded and simulated,
-  // each recorded; the trials are not answers, the fitted candidate is
-  CHECK(f.candidates == d.candidates + 1 + 4 + 1);
+  // four trials and the fitted placement decoded and simulated, each recorded (the candidate's
+  // whole simulation is the first batch's, where none fit); the trials are not answers, the fitted
+  // candidate is
+  CHECK(f.candidates == d.candidates + 4 + 1);
   CHECK(trace.samples() == f.candidates);
   CHECK(trace.best() == f.result.step_time);
   // its actions decode to it

@@ -127,22 +127,48 @@ void GoPolicy::backward_many(const PolicyGraph& g, int num_devices, const std::v
 
 void GoPolicy::backward_from(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given,
                              const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const {
-  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: backward_from needs chain \"hidden\" (with \"action\" the priority "
+  backward_sum(outputs(recorded_pass(g, drawn, given), Decode::given, given.size(), &given, nullptr), loss_of);
+}
+
+void GoPolicy::backward_shared(const PolicyGraph& g, int num_devices, const PolicyOutput* drawn,
+                               const std::vector<Actions>& given,
+                               const std::function<Variable(const SharedOutput&)>& loss) const {
+  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: backward_shared needs chain \"hidden\" (with \"action\" the priority "
+           "and fusion logits depend on the sampled actions: use backward_many)");
+  Shared s;
+  if (drawn) {
+    s = recorded_pass(g, *drawn, given);
+    GO_CHECK(s.device_logits.dim(1) == num_devices, "GoPolicy: backward_shared: the output has ",
+             s.device_logits.dim(1), " devices, the call ", num_devices);
+  } else {
+    check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
+    for (const Actions& a : given) check_actions(g, a, num_devices);
+    s = hidden_pass(g, trunk(g, num_devices));
+  }
+  const SharedOutput o{{go::log_softmax(s.device_logits), go::log_softmax(s.priority_logits),
+                        go::log_softmax(s.fusion_logits)},
+                       mean(s.entropy),
+                       s.value};
+  Variable l = loss(o);
+  if (l.defined()) l.backward();
+}
+
+GoPolicy::Shared GoPolicy::recorded_pass(const PolicyGraph& g, const PolicyOutput& drawn,
+                                         const std::vector<Actions>& given) const {
+  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: a backward through a recorded pass needs chain \"hidden\" (with \"action\" the priority "
            "and fusion blocks read the sampled actions: use backward_many)");
   GO_CHECK(drawn.device_logits.defined() && drawn.device_logits.requires_grad(),
-           "GoPolicy: backward_from needs an output of forward_many called with gradients recorded (not under "
+           "GoPolicy: a backward through a recorded pass needs an output of forward_many called with gradients recorded (not under "
            "NoGradGuard)");
   GO_CHECK(!drawn.device_logits.is_leaf(), "GoPolicy: the pass of this output was already back-propagated (a pass "
            "serves one backward)");
   const int num_devices = static_cast<int>(drawn.device_logits.dim(1));
   check_call(g, num_devices, Decode::given, given.size(), &given, nullptr);
-  GO_CHECK(drawn.device_logits.dim(0) == g.num_nodes, "GoPolicy: backward_from: the output has ",
+  GO_CHECK(drawn.device_logits.dim(0) == g.num_nodes, "GoPolicy: a backward through a recorded pass: the output has ",
            drawn.device_logits.dim(0), " rows but graph '", g.name, "' has ", g.num_nodes, " nodes");
   for (const Actions& a : given) check_actions(g, a, num_devices);
-  backward_sum(outputs({drawn.device_logits, drawn.priority_logits, drawn.fusion_logits, drawn.entropy, drawn.value,
-                        drawn.node_embedding},
-                       Decode::given, given.size(), &given, nullptr),
-               loss_of);
+  return {drawn.device_logits, drawn.priority_logits, drawn.fusion_logits, drawn.entropy, drawn.value,
+          drawn.node_embedding};
 }
 
 void GoPolicy::backward_sum(const std::vector<PolicyOutput>& outs,
@@ -245,13 +271,7 @@ std::vector<PolicyOutput> GoPolicy::tails(const PolicyGraph& g, const Trunk& t, 
   if (mode == Decode::given) {
     for (const Actions& a : *given) check_actions(g, a, num_devices);
   }
-  if (cfg_.chain == "hidden") {
-    Variable zs = run_blocks(1, t.zp, t.context);
-    const Variable pl = priority_logits(g, zs);
-    const Variable fl = fusion_logits(g, run_blocks(2, zs, t.context));
-    const Variable entropy = categorical_entropy(t.device_logits) + categorical_entropy(pl) + categorical_entropy(fl);
-    return outputs({t.device_logits, pl, fl, entropy, t.value, t.h}, mode, count, given, rngs);
-  }
+  if (cfg_.chain == "hidden") return outputs(hidden_pass(g, t), mode, count, given, rngs);
   std::vector<PolicyOutput> outs(count);
   std::vector<Dist> per_output(3 * count);  // [k * 3 + task]
   const Dist dd(t.device_logits, mode);
@@ -273,6 +293,14 @@ std::vector<PolicyOutput> GoPolicy::tails(const PolicyGraph& g, const Trunk& t, 
     finish(o, per_output.data() + 3 * k, t.value, t.h);
   }
   return outs;
+}
+
+GoPolicy::Shared GoPolicy::hidden_pass(const PolicyGraph& g, const Trunk& t) const {
+  Variable zs = run_blocks(1, t.zp, t.context);
+  const Variable pl = priority_logits(g, zs);
+  const Variable fl = fusion_logits(g, run_blocks(2, zs, t.context));
+  const Variable entropy = categorical_entropy(t.device_logits) + categorical_entropy(pl) + categorical_entropy(fl);
+  return {t.device_logits, pl, fl, entropy, t.value, t.h};
 }
 
 std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::size_t count,

@@ -33,6 +33,7 @@
 #include "go/sim/plan.hpp"
 #include "go/sim/simulator.hpp"
 #include "go/rl/ppo.hpp"
+#include "go/rl/ppo_loss.hpp"
 
 namespace go::rl {
 
@@ -366,8 +367,11 @@ UpdateStats PpoTrainer::update() {
   // 6. epochs of minibatch updates (position p of a minibatch on rank p mod R)
   const std::size_t mb = std::min<std::size_t>(N, static_cast<std::size_t>(cfg_.minibatch));
   const float clip = static_cast<float>(cfg_.clip);
-  double ent_sum = 0, pl_sum = 0, vl_sum = 0, kl_sum = 0, cf_sum = 0, gn_sum = 0;
-  std::int64_t n_fwd = 0, n_steps = 0;
+  const PpoLossTerms terms{clip, cfg_.ratio == "node", static_cast<float>(cfg_.entropy_coef),
+                           static_cast<float>(cfg_.value_coef)};
+  PpoLossStats total;  // over the epochs
+  double gn_sum = 0;
+  std::int64_t n_steps = 0;
   std::size_t draws = 0;  // samples in the loss
   for (const Sample& x : samples) draws += x.block_moved() ? 0 : 1;
   std::vector<std::size_t> order(N);
@@ -375,7 +379,7 @@ UpdateStats PpoTrainer::update() {
     for (std::size_t j = 0; j < N; ++j) order[j] = j;
     Rng sh = urng.fork((1ull << 63) | static_cast<std::uint64_t>(e));
     for (std::size_t j = N; j > 1; --j) std::swap(order[j - 1], order[sh.uniform_int(j)]);
-    double kl_epoch = 0;
+    PpoLossStats epoch_stats;
     for (std::size_t start = 0; start < N; start += mb) {
       const std::size_t end = std::min(N, start + mb);
       std::size_t in_loss = 0;  // every rank counts the whole minibatch's
@@ -393,50 +397,24 @@ UpdateStats PpoTrainer::update() {
         const GraphTask& t = *tasks_[gi];
         std::vector<policy::Actions> given;
         for (std::size_t j : idx) given.push_back(samples[j].actions);
+        std::vector<PpoDecision> ds;
+        for (std::size_t j : idx) {
+          const Sample& s = samples[j];
+          ds.push_back({&s.actions, &s.old_log_prob, static_cast<float>(s.advantage), s.reward});
+        }
         auto loss_of = [&](std::size_t k, const policy::PolicyOutput& out) {
-          const Sample& s = samples[idx[k]];
-          const float A = static_cast<float>(s.advantage);
-          Variable old(s.old_log_prob);
-          Variable pg_loss;
-          double kl = 0, cf = 0;
-          if (cfg_.ratio == "node") {
-            Variable ratio = exp(out.log_prob - old);  // [n]
-            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-            pg_loss = -mean(surr);
-            const float* rp = ratio.value().f32();
-            const std::int64_t n = ratio.numel();
-            for (std::int64_t i = 0; i < n; ++i) {
-              kl += (rp[i] - 1.0) - std::log(std::max(static_cast<double>(rp[i]), 1e-30));
-              cf += std::abs(rp[i] - 1.0) > clip ? 1.0 : 0.0;
-            }
-            kl /= static_cast<double>(n);
-            cf /= static_cast<double>(n);
-          } else {
-            Variable lr = clamp(sum(out.log_prob) - sum(old), -20.f, 20.f);
-            Variable ratio = exp(lr);
-            Variable surr = minimum(scale(ratio, A), scale(clamp(ratio, 1.f - clip, 1.f + clip), A));
-            pg_loss = -surr;
-            const double rv = ratio.value().item();
-            kl = (rv - 1.0) - std::log(std::max(rv, 1e-30));
-            cf = std::abs(rv - 1.0) > clip ? 1.0 : 0.0;
-          }
-          Variable target(Tensor::full(Shape{1, 1}, static_cast<float>(s.reward)));
-          Variable v_loss = mean(square(out.value - target));
-          Variable loss = pg_loss - scale(out.entropy_mean, static_cast<float>(cfg_.entropy_coef)) +
-                          scale(v_loss, static_cast<float>(cfg_.value_coef));
-          ent_sum += out.entropy_mean.value().item();
-          pl_sum += pg_loss.value().item();
-          vl_sum += v_loss.value().item();
-          kl_sum += kl;
-          kl_epoch += kl;
-          cf_sum += cf;
-          ++n_fwd;
-          return scale(loss, w);
+          return scale(ppo_loss(out, ds[k], terms, epoch_stats), w);
         };
-        if (kept && gi == kept_graph)
-          policy_->backward_from(t.pg, *kept, given, loss_of);
+        // chain "hidden": every sample reads the pass's log-softmax, and one op takes all of their
+        // surrogates (go/rl/ppo_loss.hpp): a fifth of a fine-tuning update less on AmoebaNet
+        auto batched = [&](const policy::GoPolicy::SharedOutput& so) {
+          return scale(ppo_loss(so, ds, terms, epoch_stats), w);
+        };
+        const int D = t.sim->cluster().num_devices();
+        if (policy_->config().chain == "hidden")
+          policy_->backward_shared(t.pg, D, kept && gi == kept_graph ? &*kept : nullptr, given, batched);
         else
-          policy_->backward_many(t.pg, t.sim->cluster().num_devices(), given, loss_of);
+          policy_->backward_many(t.pg, D, given, loss_of);
       }
       allreduce_gradients(*comm_, params_, grad_buffer_);
       const float gn = clip_grad_norm(params_, static_cast<float>(cfg_.max_grad_norm));
@@ -450,21 +428,23 @@ UpdateStats PpoTrainer::update() {
       ++n_steps;
     }
     st.epochs_run = e + 1;
+    total += epoch_stats;
+    double kl_epoch = epoch_stats.kl;
     if (nranks > 1) kl_epoch = comm_->allreduce_sum(kl_epoch);
     if (cfg_.target_kl > 0 && kl_epoch / static_cast<double>(std::max<std::size_t>(1, draws)) > 1.5 * cfg_.target_kl) break;
   }
   if (nranks > 1) {
-    double sums[6] = {ent_sum, pl_sum, vl_sum, kl_sum, cf_sum, static_cast<double>(n_fwd)};
+    double sums[6] = {total.entropy, total.policy_loss, total.value_loss, total.kl, total.clip_fraction,
+                      static_cast<double>(total.decisions)};
     comm_->allreduce_sum(sums, 6);
-    ent_sum = sums[0], pl_sum = sums[1], vl_sum = sums[2], kl_sum = sums[3], cf_sum = sums[4];
-    n_fwd = static_cast<std::int64_t>(sums[5]);
+    total = {sums[0], sums[1], sums[2], sums[3], sums[4], static_cast<std::int64_t>(sums[5])};
   }
-  const double fwd = static_cast<double>(std::max<std::int64_t>(1, n_fwd));  // 0: every sample a block move
-  st.entropy = ent_sum / fwd;
-  st.policy_loss = pl_sum / fwd;
-  st.value_loss = vl_sum / fwd;
-  st.approx_kl = kl_sum / fwd;
-  st.clip_fraction = cf_sum / fwd;
+  const double fwd = static_cast<double>(std::max<std::int64_t>(1, total.decisions));  // 0: every sample a block move
+  st.entropy = total.entropy / fwd;
+  st.policy_loss = total.policy_loss / fwd;
+  st.value_loss = total.value_loss / fwd;
+  st.approx_kl = total.kl / fwd;
+  st.clip_fraction = total.clip_fraction / fwd;
   st.grad_norm = n_steps ? gn_sum / static_cast<double>(n_steps) : 0.0;
   // 7. with reanchor, a graph's new best plan becomes its anchor (after the epochs, which needed
   // the anchor the samples were drawn with); every rank holds every sample's actions

@@ -37,6 +37,7 @@
 // backward_many() back-propagates a loss over several given decisions (PPO's minibatches).
 // The bodies are compiled once into libgo (src/policy/policy.cpp).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -143,6 +144,21 @@ class GoPolicy : public nn::Module {
   void backward_from(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given,
                      const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const;
 
+  // Chain "hidden": what every decision of one pass reads, for a loss over many decisions that
+  // reads it once (PPO's batched loss, go/rl/ppo_loss.hpp) instead of building each one's
+  // log-probabilities (backward_many's outputs).
+  struct SharedOutput {
+    std::array<Variable, 3> log_softmax;  // of the device, priority and fusion logits: [n, D], [n, P], [n, 2]
+    Variable entropy_mean;                // scalar: mean over rows of the three tasks' entropies
+    Variable value;                       // [1, 1]
+  };
+  // Chain "hidden": gradients of loss(shared), accumulated into the parameters, from a new pass, or
+  // with `drawn` through the recorded pass that produced it (as backward_from, with its
+  // conditions). `given`: the decisions the loss reads, checked against g.
+  void backward_shared(const PolicyGraph& g, int num_devices, const PolicyOutput* drawn,
+                       const std::vector<Actions>& given,
+                       const std::function<Variable(const SharedOutput&)>& loss) const;
+
   // The greedy decision of an output's distribution (chain "hidden": its logits do not depend on
   // the sampled actions, so the output of any sample gives it).
   Actions greedy_actions(const PolicyOutput& o) const;
@@ -176,6 +192,11 @@ class GoPolicy : public nn::Module {
     Variable device_logits, priority_logits, fusion_logits, entropy, value, h;
   };
   struct Dist;
+  // Chain "hidden": the pass from a trunk (the priority and fusion blocks and heads, the entropy).
+  Shared hidden_pass(const PolicyGraph& g, const Trunk& t) const;
+  // Chain "hidden": the recorded pass of an output of forward_many, checked for another backward
+  // through it with these decisions (backward_from, backward_shared).
+  Shared recorded_pass(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given) const;
   std::vector<PolicyOutput> outputs(const Shared& s, Decode mode, std::size_t count, const std::vector<Actions>* given,
                                     std::vector<Rng>* rngs) const;
   // An output's logits, log-probabilities of its actions, entropy mean, value and embedding.

@@ -6,3 +6,4 @@
 #include "go/rl/metrics.hpp"
 #include "go/rl/place_go.hpp"
 #include "go/rl/ppo.hpp"
+#include "go/rl/ppo_loss.hpp"

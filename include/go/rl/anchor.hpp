@@ -308,6 +308,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
     Plan plan;  // decoded
     SimResult result;
     bool answer_only = false;  // may become Anchor::faster, never the anchor
+    bool whole = false;        // result is of the whole step (simulated past an out-of-memory)
   };
   // A fused candidate is decoded from "fuse into producers" on every op: decode() then merges each
   // op with its producers in the XLA-like heuristic's order, so its groups are that heuristic's
@@ -396,6 +397,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
                      [&](int tid, std::size_t i) {
                        Candidate& k = batch[again[i]];
                        k.result = sim.simulate(k.plan, ws[static_cast<std::size_t>(tid)]);
+                       k.whole = true;
                      });
       for (SimWorkspace& w : ws) w.set_stop_on_oom(true);
     }
@@ -429,7 +431,7 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
         // a valid best is also the best of its placement and order, whose actions were just made
         best.actions = valid ? pb.actions : policy::actions_from_plan(g, pg, k.plan, priority_levels);
         best.plan = std::move(k.plan);
-        best.result = std::move(r);
+        best.result = r;  // a copy (per-device vectors): `fit` below may read the candidate's whole result
       }
       k.plan = Plan();  // memory: only the best plan is kept
     }
@@ -468,7 +470,8 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       for (std::size_t j : simulated)
         if (batch[j].result.status == SimStatus::out_of_memory && batch[j].ranked && batch[j].fused &&
             (!best_valid || load[batch[j].pi] < best_key))
-          over.push_back({batch[j].pi, batch[j].ranked, batch[j].fused, batch[j].ties, {}, {}});
+          over.push_back({batch[j].pi, batch[j].ranked, batch[j].fused, batch[j].ties, {}, batch[j].result, false,
+                          batch[j].whole});
       auto simulate_all = [&](std::span<const Plan> plans, std::span<SimResult> out) {
         const int n = workspaces(plans.size());
         for (SimWorkspace& w : ws) w.set_stop_on_oom(false);  // every device's peak
@@ -482,11 +485,16 @@ inline Anchor choose_anchor(const OpGraph& g, const policy::PolicyGraph& pg, con
       };
       std::vector<Plan> plans(over.size());
       std::vector<SimResult> whole(over.size());
+      // the first batch's invalid candidates were simulated whole already where too few of them fit
+      // (run_batch): then all of these were, and none is simulated again
+      bool all_whole = true;
       for (std::size_t i = 0; i < over.size(); ++i) {
         decode_candidate(over[i]);  // cheap: each placement's devices and groups are decoded already
         plans[i] = std::move(over[i].plan);
+        whole[i] = std::move(over[i].result);
+        all_whole = all_whole && over[i].whole;
       }
-      if (!plans.empty()) simulate_all(plans, whole);
+      if (!plans.empty() && !all_whole) simulate_all(plans, whole);
       std::size_t pick = over.size();
       for (std::size_t i = 0; i < over.size(); ++i)
         if (whole[i].status == SimStatus::out_of_memory && (!best_valid || whole[i].step_time < best_key) &&
