@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,8 +36,9 @@ using namespace go::policy;
 namespace {
 
 // A random op graph: op i reads 1-3 earlier ops among the previous `window`; some ops own
-// parameters and share a colocation group; some get a measured time.
-OpGraph random_op_graph(std::int32_t n, std::uint64_t seed, std::int32_t window = 8) {
+// parameters and share a colocation group (ids 0, 1, 2 times `colocation_step`); some get a
+// measured time.
+OpGraph random_op_graph(std::int32_t n, std::uint64_t seed, std::int32_t window = 8, std::int32_t colocation_step = 1) {
   Rng rng(seed);
   GraphInfo info;
   info.name = "random" + std::to_string(n);
@@ -48,7 +50,7 @@ OpGraph random_op_graph(std::int32_t n, std::uint64_t seed, std::int32_t window 
     s.flops = i % 3 == 0 ? 0.0 : std::pow(10.0, rng.uniform(2.f, 10.f));
     s.param_bytes = i % 5 == 0 ? static_cast<std::int64_t>(rng.uniform_int(1 << 20)) : 0;
     s.time = i % 4 == 0 ? rng.uniform(1e-6f, 1e-3f) : kNoTime;
-    s.colocation = i % 7 == 0 ? static_cast<std::int32_t>(i % 3) : -1;
+    s.colocation = i % 7 == 0 ? static_cast<std::int32_t>(i % 3) * colocation_step : -1;
     TensorSpec t;
     t.shape = {static_cast<std::int64_t>(1 + rng.uniform_int(64)), 16};
     s.outputs.push_back(t);
@@ -543,9 +545,10 @@ TEST_CASE("GoPolicy: PPO's batched loss over the shared pass gives the per-decis
     for (std::int64_t j = 0; j < each[i].numel(); ++j) norm += static_cast<double>(each[i].f32()[j]) * each[i].f32()[j];
   }
   CHECK(norm > 1e-6);
-  // through the recorded sampling pass: a new pass's gradients, bit for bit
+  // through the recorded sampling pass (PPO's: sample_many's) a new pass's gradients, bit for bit
   std::vector<Rng> again = sample_rngs(17, K);
-  const auto recorded = net.forward_many(pg, D, Decode::sample, K, nullptr, &again);
+  const GoPolicy::Samples sampled = net.sample_many(pg, D, again);
+  const std::vector<PolicyOutput> recorded{sampled.pass};
   go::rl::PpoLossStats st_rec;
   double loss_rec = 0;
   net.zero_grad();
@@ -569,6 +572,42 @@ TEST_CASE("GoPolicy: PPO's batched loss over the shared pass gives the per-decis
   acfg.chain = "action";
   GoPolicy action_net(acfg);
   CHECK_THROWS_WITH(action_net.backward_shared(pg, D, nullptr, given, batched), Catch::Contains("chain \"hidden\""));
+}
+
+// sample_many, PPO's sampling: forward_many's draws and per-row log-probabilities bit for bit,
+// on either chain, with the pass's logits, value and entropy in `pass`.
+TEST_CASE("GoPolicy: sample_many gives forward_many's actions and log-probabilities bit for bit", "[policy]") {
+  const OpGraph g = random_op_graph(70, 5);
+  PolicyGraph pg = PolicyGraph::from_graph(g);
+  const std::string chain = GENERATE(std::string("hidden"), std::string("action"));
+  const bool anchored = GENERATE(false, true);
+  INFO("chain " << chain << ", anchored " << anchored);
+  PolicyConfig cfg = small_config();
+  cfg.chain = chain;
+  cfg.anchor = anchored;
+  if (anchored) set_round_robin_anchor(pg);
+  GoPolicy net(cfg);
+  perturb_parameters(net, 5);
+  const int K = 5, D = 3;
+  NoGradGuard ng;
+  std::vector<Rng> a = sample_rngs(29, K), b = sample_rngs(29, K);
+  const std::vector<PolicyOutput> outs = net.forward_many(pg, D, Decode::sample, K, nullptr, &a);
+  const GoPolicy::Samples s = net.sample_many(pg, D, b);
+  REQUIRE(s.actions.size() == static_cast<std::size_t>(K));
+  REQUIRE(s.log_prob.size() == static_cast<std::size_t>(K));
+  int differ = 0;  // the draws are not all one decision
+  for (int k = 0; k < K; ++k) {
+    const auto j = static_cast<std::size_t>(k);
+    CHECK(same_actions(s.actions[j], outs[j].actions));
+    CHECK(bit_equal(s.log_prob[j], outs[j].log_prob.value()));
+    differ += same_actions(s.actions[j], s.actions[0]) ? 0 : 1;
+  }
+  CHECK(differ > 0);
+  for (int k = 0; k < K; ++k) CHECK(a[static_cast<std::size_t>(k)].next_u64() == b[static_cast<std::size_t>(k)].next_u64());
+  CHECK(s.pass.value.item() == outs[0].value.item());
+  CHECK(bit_equal(s.pass.device_logits.value(), outs[0].device_logits.value()));
+  CHECK(bit_equal(s.pass.entropy.value(), outs[0].entropy.value()));
+  if (chain == "hidden") CHECK(same_actions(net.greedy_actions(s.pass), net.greedy_actions(outs[0])));
 }
 
 // The surrogate op alone on a graph large enough for its threads: the same bits on 1 and 2
@@ -898,6 +937,25 @@ TEST_CASE("decode: fusion groups are single-device and convex, colocation is res
                                                  a.priority.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(i)]]);
     const Plan plan = to_plan(d);
     CHECK(check_plan(g, plan, D) == "");
+    // each colocation group on the device its first op in topological order drew
+    std::map<std::int32_t, std::int32_t> first;
+    int colocated = 0;
+    for (OpId v : g.topo_order()) {
+      const std::int32_t c = g.op(v).colocation;
+      if (c < 0) continue;
+      const auto [it, fresh] =
+          first.emplace(c, a.device.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(v)]]);
+      CHECK(d.device[static_cast<std::size_t>(v)] == it->second);
+      colocated += fresh ? 0 : 1;
+    }
+    CHECK(colocated > 10);
+    if (seed <= 3) {  // colocation ids far apart (not usable as indices): the same decision
+      const OpGraph sparse = random_op_graph(300, seed, 5, 400'000'000);
+      const Decision ds = decode(sparse, PolicyGraph::from_graph(sparse), a, D);
+      require_valid(sparse, ds);
+      CHECK(ds.device == d.device);
+      CHECK(ds.fusion_group == d.fusion_group);
+    }
     // Other priorities and ties over the same devices and fusion actions: taking d's placement and
     // fusion gives what decoding them all again gives.
     Actions other{a.device, Tensor::empty(Shape{300}, DType::i32), a.fuse};

@@ -155,11 +155,11 @@ void GoPolicy::backward_shared(const PolicyGraph& g, int num_devices, const Poli
 
 GoPolicy::Shared GoPolicy::recorded_pass(const PolicyGraph& g, const PolicyOutput& drawn,
                                          const std::vector<Actions>& given) const {
-  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: a backward through a recorded pass needs chain \"hidden\" (with \"action\" the priority "
-           "and fusion blocks read the sampled actions: use backward_many)");
+  GO_CHECK(cfg_.chain == "hidden", "GoPolicy: a backward through a recorded pass needs chain \"hidden\" (with "
+           "\"action\" the priority and fusion blocks read the sampled actions: use backward_many)");
   GO_CHECK(drawn.device_logits.defined() && drawn.device_logits.requires_grad(),
-           "GoPolicy: a backward through a recorded pass needs an output of forward_many called with gradients recorded (not under "
-           "NoGradGuard)");
+           "GoPolicy: a backward through a recorded pass needs an output of forward_many or sample_many called "
+           "with gradients recorded (not under NoGradGuard)");
   GO_CHECK(!drawn.device_logits.is_leaf(), "GoPolicy: the pass of this output was already back-propagated (a pass "
            "serves one backward)");
   const int num_devices = static_cast<int>(drawn.device_logits.dim(1));
@@ -311,11 +311,8 @@ std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::s
     for (int task = 0; task < 3; ++task) greedy[task] = argmax_rows(d[task].logits.value());
   std::vector<PolicyOutput> outs(count);
   if (mode == Decode::sample) {
-    // every output's draws of a task together (each output's rng takes its uniforms in the order
-    // choose() would: the tasks in turn, rows in order), so the same actions as one by one
-    std::vector<Tensor> drawn[3];
-    for (int task = 0; task < 3; ++task) drawn[task] = sample_from_probs(d[task].probs, std::span<Rng>(*rngs));
-    for (std::size_t k = 0; k < count; ++k) outs[k].actions = {drawn[0][k], drawn[1][k], drawn[2][k]};
+    const std::vector<Actions> drawn = draw(d, *rngs);
+    for (std::size_t k = 0; k < count; ++k) outs[k].actions = drawn[k];
   } else {
     for (std::size_t k = 0; k < count; ++k)
       outs[k].actions = mode == Decode::greedy ? Actions{greedy[0], greedy[1], greedy[2]}
@@ -328,6 +325,62 @@ std::vector<PolicyOutput> GoPolicy::outputs(const Shared& s, Decode mode, std::s
     finish(o, d, s.value, s.h);
   }
   return outs;
+}
+
+std::vector<Actions> GoPolicy::draw(const Dist* d, std::vector<Rng>& rngs) {
+  std::vector<Tensor> drawn[3];
+  for (int task = 0; task < 3; ++task) drawn[task] = sample_from_probs(d[task].probs, std::span<Rng>(rngs));
+  std::vector<Actions> out(rngs.size());
+  for (std::size_t k = 0; k < rngs.size(); ++k) out[k] = {drawn[0][k], drawn[1][k], drawn[2][k]};
+  return out;
+}
+
+GoPolicy::Samples GoPolicy::sample_many(const PolicyGraph& g, int num_devices, std::vector<Rng>& rngs) const {
+  check_call(g, num_devices, Decode::sample, rngs.size(), nullptr, &rngs);
+  Samples out;
+  if (cfg_.chain != "hidden") {  // each decision's blocks read its actions: forward_many's outputs
+    auto outs = forward_many(g, num_devices, Decode::sample, rngs.size(), nullptr, &rngs);
+    for (PolicyOutput& o : outs) {
+      out.actions.push_back(o.actions);
+      out.log_prob.push_back(o.log_prob.value().clone());
+    }
+    out.pass = std::move(outs[0]);
+    return out;
+  }
+  const Shared s = hidden_pass(g, trunk(g, num_devices));
+  Dist d[3];
+  {
+    NoGradGuard ng;  // only their values are read here
+    d[0] = Dist(s.device_logits, Decode::sample);
+    d[1] = Dist(s.priority_logits, Decode::sample);
+    d[2] = Dist(s.fusion_logits, Decode::sample);
+  }
+  out.actions = draw(d, rngs);
+  const std::int64_t n = g.num_nodes;
+  for (const Actions& a : out.actions) {
+    Tensor lp = Tensor::empty(Shape{n});
+    const Tensor* picked[3] = {&a.device, &a.priority, &a.fuse};
+    float* o = lp.f32();
+    for (std::int64_t i = 0; i < n; ++i) {
+      float x[3];
+      for (int t = 0; t < 3; ++t) {
+        const Tensor& ls = d[t].log_softmax.value();
+        x[t] = ls.f32()[i * ls.dim(1) + picked[t]->data<std::int32_t>()[i]];
+      }
+      o[i] = (x[0] + x[1]) + x[2];  // as finish() sums the three tasks' picks
+    }
+    out.log_prob.push_back(std::move(lp));
+  }
+  PolicyOutput& p = out.pass;
+  p.device_logits = s.device_logits;
+  p.priority_logits = s.priority_logits;
+  p.fusion_logits = s.fusion_logits;
+  p.actions = out.actions[0];
+  p.entropy = s.entropy;
+  p.entropy_mean = mean(s.entropy);
+  p.value = s.value;
+  p.node_embedding = s.h;
+  return out;
 }
 
 void GoPolicy::finish(PolicyOutput& o, const Dist* d, const Variable& value, const Variable& h) {

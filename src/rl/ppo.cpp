@@ -121,10 +121,10 @@ std::vector<std::pair<Plan, SimResult>> PpoTrainer::zero_shot(std::size_t i, int
     NoGradGuard ng;
     std::vector<Rng> rngs;
     for (int k = 0; k < samples; ++k) rngs.push_back(base.fork(static_cast<std::uint64_t>(k)));
-    auto outs = policy_->forward_many(t.pg, D, policy::Decode::sample, static_cast<std::size_t>(samples), nullptr, &rngs);
-    decisions.push_back(policy_->config().chain == "hidden" ? policy_->greedy_actions(outs[0])
+    policy::GoPolicy::Samples drawn = policy_->sample_many(t.pg, D, rngs);
+    decisions.push_back(policy_->config().chain == "hidden" ? policy_->greedy_actions(drawn.pass)
                                                             : policy_->forward(t.pg, D, policy::Decode::greedy).actions);
-    for (auto& o : outs) decisions.push_back(std::move(o.actions));
+    for (auto& a : drawn.actions) decisions.push_back(std::move(a));
   }
   if (policy_seconds) *policy_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<std::pair<Plan, SimResult>> out(decisions.size());
@@ -199,7 +199,7 @@ UpdateStats PpoTrainer::update() {
                          own_begin / static_cast<std::size_t>(K) == (own_end - 1) / static_cast<std::size_t>(K);
   std::optional<policy::PolicyOutput> kept;  // an output of the kept pass
   std::size_t kept_graph = 0;
-  {  // one forward_many per graph: its samples share every sample-independent computation
+  {  // one sample_many per graph: its samples share every sample-independent computation
     std::optional<NoGradGuard> ng;
     if (!keep_pass) ng.emplace();
     for (std::size_t j0 = own_begin; j0 < own_end;) {
@@ -210,19 +210,18 @@ UpdateStats PpoTrainer::update() {
       std::vector<Rng> rngs;
       for (std::size_t j = j0; j < j1; ++j)
         rngs.push_back(urng.fork((static_cast<std::uint64_t>(gi) << 32) | (j % static_cast<std::size_t>(K))));
-      auto outs = policy_->forward_many(t.pg, t.sim->cluster().num_devices(), policy::Decode::sample, j1 - j0,
-                                        nullptr, &rngs);
+      policy::GoPolicy::Samples drawn = policy_->sample_many(t.pg, t.sim->cluster().num_devices(), rngs);
+      const double value = drawn.pass.value.value().item();
       if (keep_pass) {
-        kept = outs[0];
+        kept = std::move(drawn.pass);
         kept_graph = gi;
       }
       for (std::size_t j = j0; j < j1; ++j) {
-        const auto& out = outs[j - j0];
         Sample& s = samples[j];
         s.graph = gi;
-        s.actions = out.actions;
-        s.old_log_prob = out.log_prob.value().clone();
-        s.value = out.value.value().item();
+        s.actions = std::move(drawn.actions[j - j0]);
+        s.old_log_prob = std::move(drawn.log_prob[j - j0]);
+        s.value = value;
         s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
         if (s.block_moved()) s.actions = block_moved(t, s.move, s.actions);
       }

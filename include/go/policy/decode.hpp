@@ -201,13 +201,26 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     return taken;
   }
   const auto topo = g.topo_order();
-  if (opt.colocate) {
-    std::unordered_map<std::int32_t, std::int32_t> dev;
-    for (OpId v : topo) {
-      const std::int32_t c = g.op(v).colocation;
-      if (c < 0) continue;
-      auto [it, fresh] = dev.emplace(c, d.device[static_cast<std::size_t>(v)]);
-      if (!fresh) d.device[static_cast<std::size_t>(v)] = it->second;
+  if (opt.colocate) {  // a group's ops take the device of its first op in topological order
+    std::int32_t top = -1;
+    for (OpId v : topo) top = std::max(top, g.op(v).colocation);
+    if (top >= 0 && static_cast<std::size_t>(top) < 4 * N + 64) {  // ids as indices: no hashing per op
+      std::vector<std::int32_t> dev(static_cast<std::size_t>(top) + 1, -1);
+      for (OpId v : topo) {
+        const std::int32_t c = g.op(v).colocation;
+        if (c < 0) continue;
+        std::int32_t& first = dev[static_cast<std::size_t>(c)];
+        if (first < 0) first = d.device[static_cast<std::size_t>(v)];
+        else d.device[static_cast<std::size_t>(v)] = first;
+      }
+    } else if (top >= 0) {
+      std::unordered_map<std::int32_t, std::int32_t> dev;
+      for (OpId v : topo) {
+        const std::int32_t c = g.op(v).colocation;
+        if (c < 0) continue;
+        auto [it, fresh] = dev.emplace(c, d.device[static_cast<std::size_t>(v)]);
+        if (!fresh) d.device[static_cast<std::size_t>(v)] = it->second;
+      }
     }
   }
 

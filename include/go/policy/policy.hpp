@@ -144,6 +144,20 @@ class GoPolicy : public nn::Module {
   void backward_from(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given,
                      const std::function<Variable(std::size_t, const PolicyOutput&)>& loss_of) const;
 
+  // `rngs.size()` sampled decisions of one pass, what PPO's sampling keeps of them: the actions
+  // and the per-row log-probabilities of each (the same bits as forward_many(Decode::sample) with
+  // the same rngs gives in its outputs' actions and log_prob), and `pass`, an output carrying the
+  // pass's logits, entropy, value and embedding (recorded with gradients unless called under
+  // NoGradGuard: backward_shared and backward_from take it as `drawn`). With chain "hidden" no
+  // decision gets Variables of its own (forward_many's outputs hold seven [n] ones each, which on
+  // 80,588 rows and 128 samples are 290 MB).
+  struct Samples {
+    PolicyOutput pass;
+    std::vector<Actions> actions;
+    std::vector<Tensor> log_prob;  // [n] each
+  };
+  Samples sample_many(const PolicyGraph& g, int num_devices, std::vector<Rng>& rngs) const;
+
   // Chain "hidden": what every decision of one pass reads, for a loss over many decisions that
   // reads it once (PPO's batched loss, go/rl/ppo_loss.hpp) instead of building each one's
   // log-probabilities (backward_many's outputs).
@@ -199,6 +213,9 @@ class GoPolicy : public nn::Module {
   Shared recorded_pass(const PolicyGraph& g, const PolicyOutput& drawn, const std::vector<Actions>& given) const;
   std::vector<PolicyOutput> outputs(const Shared& s, Decode mode, std::size_t count, const std::vector<Actions>* given,
                                     std::vector<Rng>* rngs) const;
+  // Output k's draws of each task from its rng: every output's draws of a task together, each rng
+  // taking its uniforms in the order one forward() would (the tasks in turn, rows in order).
+  static std::vector<Actions> draw(const Dist* d, std::vector<Rng>& rngs);
   // An output's logits, log-probabilities of its actions, entropy mean, value and embedding.
   static void finish(PolicyOutput& o, const Dist* d, const Variable& value, const Variable& h);
   // Back-propagates sum_k loss_of(k, outs[k]) in one backward.

@@ -9,11 +9,11 @@
 // One update (PpoTrainer::update()):
 //   1. graphs: all of them, or `graphs_per_update` of them round robin (with several clusters a
 //      "graph" is a task: one graph on one cluster, each with its own simulator and device count);
-//   2. per graph, K = `samples` plans from one GoPolicy::forward_many (one network pass for all K
+//   2. per graph, K = `samples` plans from one GoPolicy::sample_many (one network pass for all K
 //      with chain "hidden"; with chain "action" the priority and fusion blocks run per sample,
 //      without gradients), keeping the actions and their per-row log-probabilities; with chain
 //      "hidden" and one graph per update (per rank) the pass is recorded with gradients and the
-//      first gradient step of 6 back-propagates through it (GoPolicy::backward_from: the same bits
+//      first gradient step of 6 back-propagates through it (GoPolicy::backward_shared: the same bits
 //      as a new pass, one pass less per update); sample k of graph i of update u
 //      draws from Rng(seed).fork(u).fork(i << 32 | k), so nothing depends on the thread count;
 //   3. decoding (policy::decode) and simulation of the K plans in parallel threads, one
