@@ -936,6 +936,9 @@ TEST_CASE("zero_shot: the greedy decision that is the anchor is its simulation",
     // ... and trains the heads only, where pre-training trained every layer
     CHECK(saved->trainable == "all");
     CHECK(fc.trainable == "heads");
+    // ... and makes its block moves on the anchor
+    CHECK(saved->block_base == "draw");
+    CHECK(fc.block_base == "anchor");
     PpoTrainer s(fc, {make_training_graph(load_graph("zoo:inception_v3"))}, cluster_preset("v100x2"), pol);
     REQUIRE(s.task(0).anchor_decision);
     policy::Actions greedy;
@@ -1231,6 +1234,54 @@ TEST_CASE("PPO block moves: runs of the rows or of the depth-first topological o
   std::sort(moved_rows.begin(), moved_rows.end());
   CHECK(moved_dfs.back() - moved_dfs.front() + 1 == moved_dfs.size());    // one run of the depth-first order
   CHECK(moved_rows.back() - moved_rows.front() + 1 > moved_rows.size());  // not a run of the rows
+}
+
+// block_base "anchor": a block move changes the anchor's actions, not the draw's. The policy
+// ignores its anchor (bias 0: its draws change devices and priorities anywhere) and every sample
+// is a move; the update's best proposal is then the anchor's plan with one run moved: the anchor's
+// priorities, and its devices changed on one run of the rows or of the depth-first order only.
+// Made on the draws, the same update's best plan has the draw's priorities.
+TEST_CASE("PPO block moves on the anchor (block_base \"anchor\")", "[rl]") {
+  const OpGraph g = two_chains(6);
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> dfs = depth_first_topo_order(g);
+  std::vector<std::size_t> dfs_pos(n), row_pos(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    dfs_pos[static_cast<std::size_t>(dfs[p])] = p;
+    row_pos[static_cast<std::size_t>(g.topo_order()[p])] = p;
+  }
+  for (const std::string base : {"anchor", "draw"}) {
+    INFO("block_base " << base);
+    TrainConfig c = anchored_on_default(3, 0.f, 1);
+    c.block_moves = 1.0;
+    c.block_base = base;
+    PpoTrainer t(c, {g}, same_two());
+    REQUIRE(t.task(0).anchor_decision);
+    const Plan anchor = t.task(0).anchor_decision->plan;
+    t.train();
+    const GraphTask& task = t.task(0);
+    REQUIRE(task.best_step_time < task.anchor_step_time);
+    const Plan& best = task.best_plan;
+    if (base == "draw") {
+      CHECK(best.priority != anchor.priority);
+      continue;
+    }
+    CHECK(best.priority == anchor.priority);
+    std::vector<std::size_t> in_rows, in_dfs;
+    for (std::size_t i = 0; i < n; ++i)
+      if (best.device[i] != anchor.device[i]) {
+        in_rows.push_back(row_pos[i]);
+        in_dfs.push_back(dfs_pos[i]);
+      }
+    REQUIRE(!in_rows.empty());
+    std::sort(in_rows.begin(), in_rows.end());
+    std::sort(in_dfs.begin(), in_dfs.end());
+    CHECK((in_rows.back() - in_rows.front() + 1 == in_rows.size() ||
+           in_dfs.back() - in_dfs.front() + 1 == in_dfs.size()));
+  }
+  TrainConfig bad = anchored_on_default(3, 0.f, 1);
+  bad.block_base = "start";
+  CHECK_THROWS_WITH(PpoTrainer(bad, {g}, same_two()), Catch::Contains("\"block_base\" is 'start'"));
 }
 
 // Other starting points (alt_starts): the anchor's runner-up placements within the margin. Every

@@ -46,6 +46,7 @@ nlohmann::json TrainConfig::to_json() const {
           {"anchor_expert", anchor_expert},
           {"reanchor", reanchor},
           {"block_moves", block_moves},
+          {"block_base", block_base},
           {"alt_starts", alt_starts},
           {"alt_start_moves", alt_start_moves},
           {"alt_start_margin", alt_start_margin},
@@ -99,6 +100,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
     else if (k == "anchor_expert") f.string(c.anchor_expert);
     else if (k == "reanchor") f.boolean(c.reanchor);
     else if (k == "block_moves") f.number(c.block_moves);
+    else if (k == "block_base") f.string(c.block_base);
     else if (k == "alt_starts") f.integer(c.alt_starts);
     else if (k == "alt_start_moves") f.number(c.alt_start_moves);
     else if (k == "alt_start_margin") f.number(c.alt_start_margin);
@@ -111,7 +113,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
       GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                      "trainable, minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                      "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, "
+                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, block_base, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, "
                      "threads, "
                      "checkpoint_every, seed)");
     }

@@ -223,7 +223,9 @@ UpdateStats PpoTrainer::update() {
         s.old_log_prob = std::move(drawn.log_prob[j - j0]);
         s.value = value;
         s.move = draw_block_move(t, urng, gi, j % static_cast<std::size_t>(K));
-        if (s.block_moved()) s.actions = block_moved(t, s.move, s.actions);
+        if (s.block_moved())
+          s.actions = block_moved(t, s.move, cfg_.block_base == "anchor" && t.pg.has_anchor() ? anchor_actions(t)
+                                                                                               : s.actions);
       }
       j0 = j1;
     }

@@ -43,7 +43,7 @@ UpdateStats PpoTrainer::search_round() {
     std::vector<Proposal> props;
     // one device: no block move changes a plan (the climbs still move levels)
     if (t.sim->cluster().num_devices() >= 2) props.resize(K);
-    const policy::Actions anchor{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+    const policy::Actions anchor = anchor_actions(t);
     const int nthreads = item_threads(cfg_.threads, props.size());
     reserve_workspaces(t, nthreads);
     refresh_logs(t);
@@ -89,7 +89,7 @@ UpdateStats PpoTrainer::search_round() {
 
 void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {
   if (!t.pg.has_anchor()) return;
-  const policy::Actions start{t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+  const policy::Actions start = anchor_actions(t);
   const int chains = cfg_.path_chains;
   const int nthreads = item_threads(cfg_.threads, static_cast<std::size_t>(chains));
   reserve_workspaces(t, nthreads);

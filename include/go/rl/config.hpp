@@ -56,6 +56,10 @@
 //                                  // to one random device (annealing's move): proposals that can
 //                                  // become the best plan but enter neither the baseline nor the
 //                                  // loss (fine-tuning sets 0.5)
+//     "block_base": "draw",        // what a block move not made on a starting point changes: draw: the
+//                                  // sample the policy drew; anchor: the anchor's actions, as
+//                                  // anchor-search's moves (the draw stays a proposal of its own)
+//                                  // (fine-tuning sets anchor)
 //     "alt_starts": 0,             // other starting points for block moves: of the anchor's candidates
 //                                  // (go/rl/anchor.hpp), the best of each other placement whose step
 //                                  // time is within alt_start_margin of the anchor's, at most this
@@ -162,6 +166,7 @@ struct TrainConfig {
   std::string anchor_expert;
   bool reanchor = false;
   double block_moves = 0.0;
+  std::string block_base = "draw";
   int alt_starts = 0;
   double alt_start_moves = 0.0;
   double alt_start_margin = 0.05;
@@ -205,6 +210,8 @@ struct TrainConfig {
     GO_CHECK(invalid_reward < min_valid_reward, "train config: \"invalid_reward\" ", invalid_reward,
              " must be below \"min_valid_reward\" ", min_valid_reward);
     GO_CHECK(block_moves >= 0 && block_moves <= 1, "train config: \"block_moves\" is ", block_moves, ", must be in [0, 1]");
+    GO_CHECK(block_base == "draw" || block_base == "anchor", "train config: \"block_base\" is '", block_base,
+             "', expected draw or anchor");
     GO_CHECK(alt_starts >= 0, "train config: \"alt_starts\" is ", alt_starts, ", must be >= 0");
     GO_CHECK(alt_start_moves >= 0 && alt_start_moves <= 1, "train config: \"alt_start_moves\" is ", alt_start_moves,
              ", must be in [0, 1]");

@@ -305,8 +305,9 @@ class PpoTrainer {
   // sampling almost never moves a whole block, and a lone moved op mostly adds transfers. Such a
   // sample is a proposal, not a draw of the policy: it can become the best plan (and with reanchor
   // the anchor) but enters neither the baseline nor the loss, whose advantages would otherwise
-  // credit the block's cost to the rows the policy drew. With alt_starts, a fraction
-  // alt_start_moves of the moves is made on one of GraphTask::starts instead of on the draw. Drawn
+  // credit the block's cost to the rows the policy drew. With block_base "anchor" a move is made on
+  // the anchor's actions instead of on the draw; with alt_starts, a fraction alt_start_moves of
+  // the moves is made on one of GraphTask::starts instead of either. Drawn
   // from the update's rng by graph and sample index, so every rank draws the same move for a sample.
   BlockMove draw_block_move(const GraphTask& t, const Rng& urng, std::size_t graph, std::size_t k) const {
     BlockMove m;
@@ -330,6 +331,10 @@ class PpoTrainer {
   // repeat its base, a simulation that finds nothing: m.device becomes one of the others instead,
   // which one set by m.begin (drawn uniformly), so the move stays a function of the update's rng
   // and the base.
+  // The graph's anchor actions (its PolicyGraph's), as one Actions.
+  static policy::Actions anchor_actions(const GraphTask& t) {
+    return {t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse};
+  }
   static policy::Actions block_moved(const GraphTask& t, BlockMove& m, const policy::Actions& drawn) {
     const policy::Actions& base = m.start >= 0 ? t.starts[static_cast<std::size_t>(m.start)].first : drawn;
     policy::Actions a{base.device.clone(), base.priority, base.fuse};
@@ -439,7 +444,7 @@ class PpoTrainer {
   // two first differ, near the top of the graph.
   void refresh_logs(GraphTask& t) const {
     if (!t.pg.has_anchor()) return;
-    refresh_log(t, {t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse}, t.anchor_log);
+    refresh_log(t, anchor_actions(t), t.anchor_log);
     t.start_logs.resize(t.starts.size());
     for (std::size_t k = 0; k < t.starts.size(); ++k) refresh_log(t, t.starts[k].first, t.start_logs[k]);
   }
