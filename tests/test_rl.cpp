@@ -109,6 +109,19 @@ TrainConfig anchored_on_default(std::uint64_t seed, float anchor_bias, std::int6
   return c;
 }
 
+// Each op's position in the depth-first topological order and in the rows (topological order):
+// the two orders a block move's run is drawn in.
+std::pair<std::vector<std::size_t>, std::vector<std::size_t>> block_positions(const OpGraph& g) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  const std::vector<OpId> dfs = depth_first_topo_order(g);
+  std::vector<std::size_t> dfs_pos(n), row_pos(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    dfs_pos[static_cast<std::size_t>(dfs[p])] = p;
+    row_pos[static_cast<std::size_t>(g.topo_order()[p])] = p;
+  }
+  return {dfs_pos, row_pos};
+}
+
 // Two identical v100s: the split of two_chains is a symmetric choice (see the anchored tests).
 Cluster same_two() { return Cluster::uniform("same2", DeviceSpec::v100(), 2, 25e9, 2e-5); }
 
@@ -1208,11 +1221,7 @@ TEST_CASE("PPO block moves: runs of the rows or of the depth-first topological o
   const OpGraph g = b.build();
   const auto n = static_cast<std::size_t>(g.num_ops());
   const std::vector<OpId> dfs = depth_first_topo_order(g);
-  std::vector<std::size_t> dfs_pos(n), row_pos(n);
-  for (std::size_t p = 0; p < n; ++p) {
-    dfs_pos[static_cast<std::size_t>(dfs[p])] = p;
-    row_pos[static_cast<std::size_t>(g.topo_order()[p])] = p;
-  }
+  const auto [dfs_pos, row_pos] = block_positions(g);
   REQUIRE(g.name(g.topo_order()[0])[0] != g.name(g.topo_order()[1])[0]);  // rows alternate
   int switches = 0;
   for (std::size_t p = 1; p < n; ++p) switches += g.name(dfs[p])[0] != g.name(dfs[p - 1])[0] ? 1 : 0;
@@ -1244,12 +1253,7 @@ TEST_CASE("PPO block moves: runs of the rows or of the depth-first topological o
 TEST_CASE("PPO block moves on the anchor (block_base \"anchor\")", "[rl]") {
   const OpGraph g = two_chains(6);
   const auto n = static_cast<std::size_t>(g.num_ops());
-  const std::vector<OpId> dfs = depth_first_topo_order(g);
-  std::vector<std::size_t> dfs_pos(n), row_pos(n);
-  for (std::size_t p = 0; p < n; ++p) {
-    dfs_pos[static_cast<std::size_t>(dfs[p])] = p;
-    row_pos[static_cast<std::size_t>(g.topo_order()[p])] = p;
-  }
+  const auto [dfs_pos, row_pos] = block_positions(g);
   for (const std::string base : {"anchor", "draw"}) {
     INFO("block_base " << base);
     TrainConfig c = anchored_on_default(3, 0.f, 1);
