@@ -407,7 +407,7 @@ UpdateStats PpoTrainer::update() {
           return scale(ppo_loss(out, ds[k], terms, epoch_stats), w);
         };
         // chain "hidden": every sample reads the pass's log-softmax, and one op takes all of their
-        // surrogates (go/rl/ppo_loss.hpp): a fifth of a fine-tuning update less on AmoebaNet
+        // surrogates (go/rl/ppo_loss.hpp; bench/README.md "PPO's loss in one op")
         auto batched = [&](const policy::GoPolicy::SharedOutput& so) {
           return scale(ppo_loss(so, ds, terms, epoch_stats), w);
         };

@@ -202,25 +202,23 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   }
   const auto topo = g.topo_order();
   if (opt.colocate) {  // a group's ops take the device of its first op in topological order
+    auto colocate = [&](auto&& first_of) {  // first_of(group): its first op's device, -1 before it
+      for (OpId v : topo) {
+        const std::int32_t c = g.op(v).colocation;
+        if (c < 0) continue;
+        std::int32_t& first = first_of(c);
+        if (first < 0) first = d.device[static_cast<std::size_t>(v)];
+        else d.device[static_cast<std::size_t>(v)] = first;
+      }
+    };
     std::int32_t top = -1;
     for (OpId v : topo) top = std::max(top, g.op(v).colocation);
     if (top >= 0 && static_cast<std::size_t>(top) < 4 * N + 64) {  // ids as indices: no hashing per op
       std::vector<std::int32_t> dev(static_cast<std::size_t>(top) + 1, -1);
-      for (OpId v : topo) {
-        const std::int32_t c = g.op(v).colocation;
-        if (c < 0) continue;
-        std::int32_t& first = dev[static_cast<std::size_t>(c)];
-        if (first < 0) first = d.device[static_cast<std::size_t>(v)];
-        else d.device[static_cast<std::size_t>(v)] = first;
-      }
+      colocate([&](std::int32_t c) -> std::int32_t& { return dev[static_cast<std::size_t>(c)]; });
     } else if (top >= 0) {
       std::unordered_map<std::int32_t, std::int32_t> dev;
-      for (OpId v : topo) {
-        const std::int32_t c = g.op(v).colocation;
-        if (c < 0) continue;
-        auto [it, fresh] = dev.emplace(c, d.device[static_cast<std::size_t>(v)]);
-        if (!fresh) d.device[static_cast<std::size_t>(v)] = it->second;
-      }
+      colocate([&](std::int32_t c) -> std::int32_t& { return dev.try_emplace(c, -1).first->second; });
     }
   }
 

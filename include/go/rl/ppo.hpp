@@ -30,10 +30,11 @@
 //   6. `epochs` passes over the samples shuffled into minibatches: per minibatch and graph one
 //      teacher-forced pass over its samples (with chain "hidden" GoPolicy::backward_shared, every
 //      sample's loss in one op over the pass's log-softmax, go/rl/ppo_loss.hpp; with "action"
-//      GoPolicy::backward_many, a loss per sample), the minibatch's mean of each sample's loss -mean(min(rho A, clip(rho, 1 -/+ clip) A)) - entropy_coef *
-//      entropy + value_coef * (V - r)^2, rho = exp(log pi - log pi_old) per op row (ratio "node") or for
-//      the whole plan (ratio "plan"); global-norm clipping and Adam at the update's learning
-//      rate; the epochs stop early once the approximate KL exceeds 1.5 x target_kl;
+//      GoPolicy::backward_many, a loss per sample), the minibatch's mean of each sample's loss
+//      -mean(min(rho A, clip(rho, 1 -/+ clip) A)) - entropy_coef * entropy + value_coef * (V - r)^2,
+//      rho = exp(log pi - log pi_old) per op row (ratio "node") or for the whole plan (ratio
+//      "plan"); global-norm clipping and Adam at the update's learning rate; the epochs stop early
+//      once the approximate KL exceeds 1.5 x target_kl;
 //   7. the best valid plan ever simulated is kept per graph: it is the optimizer's answer. With an
 //      anchored policy (config policy.anchor, go/rl/anchor.hpp) the anchor plan, which a fresh
 //      policy decodes greedily, is the first best plan (update 0).

@@ -4,7 +4,7 @@
 // With chain "hidden" every decision of a graph reads the same three log-softmax tensors
 // (GoPolicy::backward_shared). Built from elementwise ops, the loss of each of K decisions is a
 // dozen [n] ops (three picks, their sum, the ratio, the clip, the min, the mean) and as many
-// backward steps: on a 3,414-op graph with 64 decisions a fifth of a fine-tuning update. Here one
+// backward steps: with 64 decisions, most of a heads-only fine-tuning step. Here one
 // op computes sum_k pg_k and, in its backward, adds each decision's gradient straight into the
 // three log-softmax gradients, with the same derivative conventions as that composite
 // (minimum's ties split the gradient in halves, clamp passes it on its bounds).
