@@ -100,8 +100,12 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
   const std::array<const float*, 3> ls{log_softmax[0].value().f32(), log_softmax[1].value().f32(),
                                        log_softmax[2].value().f32()};
   const auto K = static_cast<std::int64_t>(dec.size());
+  bool record = false;  // whether the op is recorded (Variable::make's rule): then the backward reads ratio
+  for (const Variable& v : log_softmax) record = record || (grad_enabled() && v.requires_grad());
   std::vector<SurrogateStats> st(dec.size());
   std::vector<float> plan_slope(dec.size());  // plan: d (min(R A, clamp(R) A)) / d (sum_i lp_ki)
+  // node: r_ki at [k * n + i], kept for the backward (one exp per decision and row in all)
+  std::vector<float> ratio(record && per_node ? static_cast<std::size_t>(K * n) : 0);
 #pragma omp parallel for schedule(static) if (K * n > (1 << 15))
   for (std::int64_t k = 0; k < K; ++k) {
     const Decision& s = dec[static_cast<std::size_t>(k)];
@@ -109,10 +113,14 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
     SurrogateStats& o = st[static_cast<std::size_t>(k)];
     if (per_node) {
       double surr = 0, kl = 0, cf = 0;
+      float* rk = ratio.empty() ? nullptr : ratio.data() + k * n;
       for (std::int64_t i = 0; i < n; ++i) {
-        const float r = std::exp(log_prob(ls, s, i) - old[i]);
+        const float x = log_prob(ls, s, i) - old[i];
+        const float r = std::exp(x);
+        if (rk) rk[i] = r;
         surr += detail::clipped_min(r, s.advantage, lo, hi);
-        kl += (r - 1.0) - std::log(std::max(static_cast<double>(r), 1e-30));
+        // log r is x (no log per row), floored as the composite floors r at 1e-30
+        kl += (r - 1.0) - std::max(static_cast<double>(x), -69.07755278982137);
         cf += std::abs(r - 1.0) > clip ? 1.0 : 0.0;
       }
       o = {-surr / static_cast<double>(n), kl / static_cast<double>(n), cf / static_cast<double>(n)};
@@ -136,9 +144,8 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
   std::vector<Variable> inputs(log_softmax.begin(), log_softmax.end());
   return Variable::make(
       Tensor::scalar(static_cast<float>(total)), std::move(inputs),
-      [dec = std::move(dec), per_node, lo, hi, width, n, log_prob,
+      [dec = std::move(dec), per_node, lo, hi, width, n, ratio = std::move(ratio),
        plan_slope = std::move(plan_slope)](std::vector<Variable>& in, const Tensor& g) {
-        const std::array<const float*, 3> ls{in[0].value().f32(), in[1].value().f32(), in[2].value().f32()};
         std::array<float*, 3> grad{};
         for (std::size_t t = 0; t < 3; ++t) {
           if (!in[t].requires_grad()) continue;
@@ -149,21 +156,29 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
         }
         const float seed = g.f32()[0];
         const float inv_n = 1.f / static_cast<float>(n);
-        // rows split over threads, each row's decisions in order: the same sums on any thread count
+        // Blocks of rows over threads; in each, the decisions in order over the block's rows: every
+        // gradient entry sums its decisions in the same order on any thread count.
+        constexpr std::int64_t kBlock = 1024;
+        const std::int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (static_cast<std::int64_t>(dec.size()) * n > (1 << 15))
-        for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t b = 0; b < blocks; ++b) {
+          const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
           for (std::size_t k = 0; k < dec.size(); ++k) {
             const Decision& s = dec[k];
-            float dl;
-            if (per_node) {
-              const float r = std::exp(log_prob(ls, s, i) - s.old.f32()[i]);
-              dl = -seed * inv_n * detail::clipped_min_slope(r, s.advantage, lo, hi) * r;
-            } else {
-              dl = -seed * plan_slope[k];
+            const std::int32_t* a[3] = {s.device.data<std::int32_t>(), s.priority.data<std::int32_t>(),
+                                        s.fuse.data<std::int32_t>()};
+            const float* rk = per_node ? ratio.data() + static_cast<std::int64_t>(k) * n : nullptr;
+            for (std::int64_t i = i0; i < i1; ++i) {
+              float dl;
+              if (per_node) {
+                const float r = rk[i];
+                dl = -seed * inv_n * detail::clipped_min_slope(r, s.advantage, lo, hi) * r;
+              } else {
+                dl = -seed * plan_slope[k];
+              }
+              for (std::size_t t = 0; t < 3; ++t)
+                if (grad[t]) grad[t][i * width[t] + a[t][i]] += dl;
             }
-            if (grad[0]) grad[0][i * width[0] + s.device.data<std::int32_t>()[i]] += dl;
-            if (grad[1]) grad[1][i * width[1] + s.priority.data<std::int32_t>()[i]] += dl;
-            if (grad[2]) grad[2][i * width[2] + s.fuse.data<std::int32_t>()[i]] += dl;
           }
         }
       });
