@@ -710,6 +710,19 @@ TEST_CASE("clipped_surrogate: the composite's loss and gradients, the same bits 
   for (int t = 0; t < 3; ++t)
     go::test::require_close(g1[static_cast<std::size_t>(t)], x[static_cast<std::size_t>(t)].grad(), 1e-4, 1e-7,
                             "log-softmax input " + std::to_string(t));
+  // decisions that do not fit the log-softmax are one-line errors
+  Actions wide = acts[0].clone();
+  wide.priority.data<std::int32_t>()[7] = static_cast<std::int32_t>(width[1]);
+  Actions floats = acts[0].clone();
+  floats.fuse = Tensor::zeros(Shape{n});
+  for (const Actions* bad : {&wide, &floats}) {
+    const std::vector<go::rl::SurrogateInput> one{{bad, &old[0], 1.f}};
+    CHECK_THROWS_AS(go::rl::clipped_surrogate(ls, one, 0.2f, per_node), go::Error);
+  }
+  CHECK_THROWS_WITH(go::rl::clipped_surrogate(ls, {{&wide, &old[0], 1.f}}, 0.2f, per_node),
+                    Catch::Contains("out of range [0, 8)"));
+  CHECK_THROWS_WITH(go::rl::clipped_surrogate(ls, {{&floats, &old[0], 1.f}}, 0.2f, per_node),
+                    Catch::Contains("expected i32"));
 }
 
 TEST_CASE("GoPolicy: heads only gives the same outputs, and gradients on the heads alone, equal to the whole network's",

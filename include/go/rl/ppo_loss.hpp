@@ -70,10 +70,13 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
     width[static_cast<std::size_t>(t)] = v.dim(1);
   }
   for (const SurrogateInput& s : in) {
-    GO_CHECK(s.actions && s.old_log_prob && s.actions->size() == n && s.old_log_prob->numel() == n,
-             "clipped_surrogate: a decision's actions or old log-probabilities do not have ", n, " rows");
+    GO_CHECK(s.actions && s.old_log_prob && s.actions->size() == n && s.old_log_prob->numel() == n &&
+                 s.old_log_prob->dtype() == DType::f32,
+             "clipped_surrogate: a decision's actions or old log-probabilities (f32) do not have ", n, " rows");
     const Tensor* acts[3] = {&s.actions->device, &s.actions->priority, &s.actions->fuse};
     for (int t = 0; t < 3; ++t) {
+      GO_CHECK(acts[t]->dtype() == DType::i32 && acts[t]->numel() == n, "clipped_surrogate: a decision's task ", t,
+               " actions are ", acts[t]->describe(), ", expected i32 [", n, "]");
       const std::int32_t* a = acts[t]->data<std::int32_t>();
       for (std::int64_t i = 0; i < n; ++i)
         GO_CHECK(a[i] >= 0 && a[i] < width[static_cast<std::size_t>(t)], "clipped_surrogate: action ", a[i],
