@@ -149,8 +149,8 @@ class GoPolicy : public nn::Module {
   // the same rngs gives in its outputs' actions and log_prob), and `pass`, an output carrying the
   // pass's logits, entropy, value and embedding (recorded with gradients unless called under
   // NoGradGuard: backward_shared and backward_from take it as `drawn`). With chain "hidden" no
-  // decision gets Variables of its own (forward_many's outputs hold seven [n] ones each, which on
-  // 80,588 rows and 128 samples are 290 MB).
+  // decision gets Variables of its own (forward_many's outputs hold five [n] ones each, which on
+  // 80,588 rows and 128 samples are 206 MB).
   struct Samples {
     PolicyOutput pass;
     std::vector<Actions> actions;
