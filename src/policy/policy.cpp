@@ -357,18 +357,14 @@ GoPolicy::Samples GoPolicy::sample_many(const PolicyGraph& g, int num_devices, s
   }
   out.actions = draw(d, rngs);
   const std::int64_t n = g.num_nodes;
+  const std::array<const float*, 3> ls{d[0].log_softmax.value().f32(), d[1].log_softmax.value().f32(),
+                                       d[2].log_softmax.value().f32()};
+  const std::array<std::int64_t, 3> width{d[0].log_softmax.dim(1), d[1].log_softmax.dim(1),
+                                          d[2].log_softmax.dim(1)};
   for (const Actions& a : out.actions) {
     Tensor lp = Tensor::empty(Shape{n});
-    const Tensor* picked[3] = {&a.device, &a.priority, &a.fuse};
     float* o = lp.f32();
-    for (std::int64_t i = 0; i < n; ++i) {
-      float x[3];
-      for (int t = 0; t < 3; ++t) {
-        const Tensor& ls = d[t].log_softmax.value();
-        x[t] = ls.f32()[i * ls.dim(1) + picked[t]->data<std::int32_t>()[i]];
-      }
-      o[i] = (x[0] + x[1]) + x[2];  // as finish() sums the three tasks' picks
-    }
+    for (std::int64_t i = 0; i < n; ++i) o[i] = joint_log_prob(ls, width, a, i);
     out.log_prob.push_back(std::move(lp));
   }
   PolicyOutput& p = out.pass;

@@ -193,7 +193,7 @@ UpdateStats PpoTrainer::update() {
   std::vector<Sample> samples(N);
   // With chain "hidden", when this rank samples one graph, its pass is recorded with gradients and
   // kept: the first gradient step (whose parameters are those the samples were drawn with)
-  // back-propagates through it instead of running the network again (GoPolicy::backward_from, the
+  // back-propagates through it instead of running the network again (GoPolicy::backward_shared, the
   // same bits). Its activations then live through the simulations, as they would through the step.
   const bool keep_pass = policy_->config().chain == "hidden" && own_end > own_begin &&
                          own_begin / static_cast<std::size_t>(K) == (own_end - 1) / static_cast<std::size_t>(K);

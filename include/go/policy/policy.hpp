@@ -65,6 +65,18 @@ struct Actions {
   Actions clone() const { return {device.clone(), priority.clone(), fuse.clone()}; }
 };
 
+// Row i's joint log-probability of a's three actions, from the three tasks' log-softmax values
+// (ls[t]: [n, width[t]]), summed as PolicyOutput::log_prob sums them: (device + priority) + fusion.
+// PPO's ratios compare two of these, so every place that forms one (GoPolicy::sample_many,
+// go/rl/ppo_loss.hpp) sums them alike: a ratio of a decision against its own pass is exactly 1.
+inline float joint_log_prob(const std::array<const float*, 3>& ls, const std::array<std::int64_t, 3>& width,
+                            const Actions& a, std::int64_t i) {
+  const float d = ls[0][i * width[0] + a.device.data<std::int32_t>()[i]];
+  const float p = ls[1][i * width[1] + a.priority.data<std::int32_t>()[i]];
+  const float f = ls[2][i * width[2] + a.fuse.data<std::int32_t>()[i]];
+  return (d + p) + f;
+}
+
 // Whether two tasks' actions are the same on every row (i32 tensors; two undefined ones are).
 inline bool same_task_actions(const Tensor& x, const Tensor& y) {
   if (x.defined() != y.defined()) return false;

@@ -86,20 +86,13 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
   const float lo = 1.f - clip, hi = 1.f + clip;
   // what the backward reads, held by handle: the caller's decisions need not outlive the op
   struct Decision {
-    Tensor device, priority, fuse, old;
+    policy::Actions actions;
+    Tensor old;
     float advantage;
   };
   std::vector<Decision> dec;
   dec.reserve(in.size());
-  for (const SurrogateInput& s : in)
-    dec.push_back({s.actions->device, s.actions->priority, s.actions->fuse, *s.old_log_prob, s.advantage});
-  // lp of decision k, row i, summed as the composite's picks are: (device + priority) + fuse
-  auto log_prob = [width](const std::array<const float*, 3>& ls, const Decision& s, std::int64_t i) {
-    const float d = ls[0][i * width[0] + s.device.data<std::int32_t>()[i]];
-    const float p = ls[1][i * width[1] + s.priority.data<std::int32_t>()[i]];
-    const float f = ls[2][i * width[2] + s.fuse.data<std::int32_t>()[i]];
-    return (d + p) + f;
-  };
+  for (const SurrogateInput& s : in) dec.push_back({*s.actions, *s.old_log_prob, s.advantage});
   const std::array<const float*, 3> ls{log_softmax[0].value().f32(), log_softmax[1].value().f32(),
                                        log_softmax[2].value().f32()};
   const auto K = static_cast<std::int64_t>(dec.size());
@@ -118,7 +111,7 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
       double surr = 0, kl = 0, cf = 0;
       float* rk = ratio.empty() ? nullptr : ratio.data() + k * n;
       for (std::int64_t i = 0; i < n; ++i) {
-        const float x = log_prob(ls, s, i) - old[i];
+        const float x = policy::joint_log_prob(ls, width, s.actions, i) - old[i];
         const float r = std::exp(x);
         if (rk) rk[i] = r;
         surr += detail::clipped_min(r, s.advantage, lo, hi);
@@ -130,7 +123,7 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
     } else {
       double lp = 0, ol = 0;
       for (std::int64_t i = 0; i < n; ++i) {
-        lp += log_prob(ls, s, i);
+        lp += policy::joint_log_prob(ls, width, s.actions, i);
         ol += old[i];
       }
       const float x = static_cast<float>(lp) - static_cast<float>(ol);
@@ -168,8 +161,9 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
           const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
           for (std::size_t k = 0; k < dec.size(); ++k) {
             const Decision& s = dec[k];
-            const std::int32_t* a[3] = {s.device.data<std::int32_t>(), s.priority.data<std::int32_t>(),
-                                        s.fuse.data<std::int32_t>()};
+            const policy::Actions& act = s.actions;
+            const std::int32_t* a[3] = {act.device.data<std::int32_t>(), act.priority.data<std::int32_t>(),
+                                        act.fuse.data<std::int32_t>()};
             const float* rk = per_node ? ratio.data() + static_cast<std::int64_t>(k) * n : nullptr;
             for (std::int64_t i = i0; i < i1; ++i) {
               float dl;
