@@ -324,6 +324,7 @@ struct DecodeSetup {
   go::OpGraph graph;
   go::policy::PolicyGraph pg;
   go::policy::PolicyGraph pg_as_given;  // its FusionIndex without `relabel`: merges on the graph's own ids
+  go::policy::PolicyGraph pg_unpooled;  // pg without its FusionGroupsPool: a FusionGroups made anew per decode
   go::policy::Actions actions;
   go::Plan human;    // devices only
   go::Plan decoded;  // policy::decode's plan
@@ -345,7 +346,10 @@ DecodeSetup& decode_setup() {
     std::fill_n(st.actions.fuse.data<std::int32_t>(), st.actions.fuse.numel(), 1);
     st.options.join = go::policy::FusionJoin::all;
     const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, st.options);
+    st.pg_unpooled = st.pg;
+    st.pg_unpooled.fusion_groups = nullptr;
     st.pg_as_given = st.pg;
+    st.pg_as_given.fusion_groups = nullptr;  // its groups are made on another index: never pooled anyway
     st.pg_as_given.fusion_index = std::make_shared<const go::FusionIndex>(g);
     const go::policy::Decision e = go::policy::decode(g, st.pg_as_given, st.actions, 8, st.options);
     st.groups = d.num_groups;
@@ -353,7 +357,10 @@ DecodeSetup& decode_setup() {
     st.decoded.fusion = d.fusion_group;
     go::Plan x = st.human;
     go::apply_xla_fusion(g, x);
-    st.same = x.fusion == d.fusion_group && e.fusion_group == d.fusion_group && st.pg.fusion_index->topo;
+    const go::policy::Decision again = go::policy::decode(g, st.pg, st.actions, 8, st.options);  // the pool's groups, reset
+    const go::policy::Decision anew = go::policy::decode(g, st.pg_unpooled, st.actions, 8, st.options);
+    st.same = x.fusion == d.fusion_group && e.fusion_group == d.fusion_group && again.fusion_group == d.fusion_group &&
+              anew.fusion_group == d.fusion_group && st.pg.fusion_index->topo;
     go::Cluster c = go::cluster_preset("v100x8");
     for (auto& dev : c.devices) dev.spec.memory_bytes = 1LL << 40;
     st.sim = std::make_unique<go::Simulator>(g, c);
@@ -366,15 +373,16 @@ void BM_decode_80k(benchmark::State& state) {
   DecodeSetup& s = decode_setup();
   if (!s.same) {
     state.SkipWithError("decode's fusion groups differ from the XLA-like heuristic's on the same devices, or from "
-                        "decode's on the graph's own ids (or the graph was not renumbered)");
+                        "decode's on the graph's own ids, or with or without the pool (or the graph was not renumbered)");
     return;
   }
   const go::OpGraph& g = s.graph;
   go::SimWorkspace ws = s.sim->make_workspace();
   const auto what = state.range(0);
   for (auto _ : state) {
-    if (what == 0 || what == 3) {
-      const go::policy::Decision d = go::policy::decode(g, what == 0 ? s.pg : s.pg_as_given, s.actions, 8, s.options);
+    if (what == 0 || what == 3 || what == 4) {
+      const go::policy::PolicyGraph& pg = what == 0 ? s.pg : what == 3 ? s.pg_as_given : s.pg_unpooled;
+      const go::policy::Decision d = go::policy::decode(g, pg, s.actions, 8, s.options);
       benchmark::DoNotOptimize(d.num_groups);
     } else if (what == 1) {
       go::Plan p = s.human;
@@ -386,12 +394,13 @@ void BM_decode_80k(benchmark::State& state) {
   state.SetLabel(what == 0   ? "policy::decode, fuse into producers everywhere"
                  : what == 1 ? "anchor: apply_xla_fusion, the same groups"
                  : what == 2 ? "reference: one simulation of the decoded plan"
-                             : "anchor: policy::decode merging on the graph's own ids (no relabel), the same groups");
+                 : what == 3 ? "anchor: policy::decode merging on the graph's own ids (no relabel), the same groups"
+                             : "anchor: policy::decode with a FusionGroups made anew (no pool), the same groups");
   state.counters["ops"] = g.num_ops();
   state.counters["groups"] = static_cast<double>(s.groups);
   state.counters["per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_decode_80k)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decode_80k)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 void BM_sim_construct_80k(benchmark::State& state) {
   Setup& s = setup();

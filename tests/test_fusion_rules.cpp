@@ -84,6 +84,38 @@ go::OpSpec random_op(go::Rng& rng, int i, OpKind kind, int window) {
   return s;
 }
 
+// A random DAG of n ops of every kind (random_op, op 0 an input), a fraction `control` of the ops
+// with inputs also given a control input, added in a random order, so that the ids are far from
+// topological (resolved at build).
+OpGraph shuffled_random_graph(go::Rng& rng, int n, float control) {
+  std::vector<go::OpSpec> specs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {  // i: the op's place in a topological order; its id in the specs
+    go::OpSpec& s = specs[static_cast<std::size_t>(i)];
+    s = random_op(rng, i, i == 0 ? OpKind::input : static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds)), 8);
+    s.id = i;
+    if (control > 0 && !s.inputs.empty() && rng.uniform() < control)
+      s.control_inputs.push_back(static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i))));
+  }
+  for (int i = n - 1; i > 0; --i)
+    std::swap(specs[static_cast<std::size_t>(i)], specs[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
+  go::GraphBuilder b;
+  for (auto& s : specs) b.add_op(std::move(s));
+  return b.build();
+}
+
+// A random op v, one of its predecessors u and a direction to merge them in (forward: merge(u, v));
+// u = -1 where v has no predecessor.
+struct RandomEdge {
+  OpId u, v;
+  bool forward;
+};
+RandomEdge random_edge(go::Rng& rng, const OpGraph& g) {
+  const OpId v = static_cast<OpId>(rng.uniform_int(static_cast<std::uint64_t>(g.num_ops())));
+  if (g.in_degree(v) == 0) return {-1, v, false};
+  const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
+  return {u, v, rng.uniform() < 0.5f};
+}
+
 // The whole-group verdict on `members` (any order): rules 1-4, then 5.
 FusionProblem check(const OpGraph& g, std::vector<OpId> members) {
   std::sort(members.begin(), members.end(), [&](OpId a, OpId b) { return g.topo_position(a) < g.topo_position(b); });
@@ -500,19 +532,7 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     go::Rng rng(seed + 2000);
     const int n = 70;
-    std::vector<go::OpSpec> specs(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {  // i: the op's place in a topological order; its id in the specs
-      go::OpSpec& s = specs[static_cast<std::size_t>(i)];
-      s = random_op(rng, i, i == 0 ? OpKind::input : static_cast<OpKind>(rng.uniform_int(go::kNumOpKinds)), 8);
-      s.id = i;
-      if (!s.inputs.empty() && rng.uniform() < 0.1f)
-        s.control_inputs.push_back(static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i))));
-    }
-    for (int i = n - 1; i > 0; --i)  // added in a random order: ids resolved at build
-      std::swap(specs[static_cast<std::size_t>(i)], specs[rng.uniform_int(static_cast<std::uint64_t>(i + 1))]);
-    go::GraphBuilder b;
-    for (auto& s : specs) b.add_op(std::move(s));
-    const OpGraph g = b.build();
+    const OpGraph g = shuffled_random_graph(rng, n, 0.1f);
     auto index = std::make_shared<const go::FusionIndex>(g, true, true);
     REQUIRE(index->topo);  // the ids are not topological: the copy is made
     CHECK(go::ids_topological(*index->topo));
@@ -523,10 +543,8 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
     auto pos = [&](OpId v) { return g.topo_position(v); };
     auto op = [&](OpId i) { return i < 0 ? i : g.topo_order()[static_cast<std::size_t>(i)]; };
     for (int t = 0; t < 250; ++t) {
-      const OpId v = static_cast<OpId>(rng.uniform_int(static_cast<std::uint64_t>(n)));
-      if (g.in_degree(v) == 0) continue;
-      const OpId u = g.pred(v)[rng.uniform_int(static_cast<std::uint64_t>(g.in_degree(v)))];
-      const bool forward = rng.uniform() < 0.5f;
+      const auto [u, v, forward] = random_edge(rng, g);
+      if (u < 0) continue;
       const auto m = forward ? plain.merge(u, v) : plain.merge(v, u);
       const auto r = forward ? relabelled.merge(pos(u), pos(v)) : relabelled.merge(pos(v), pos(u));
       REQUIRE(r == m);
@@ -555,6 +573,82 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
   CHECK(merged > 300);
   CHECK(by_rule > 300);
   CHECK(by_cycle > 20);
+}
+
+TEST_CASE("fusion rules: FusionGroups reset and reused merge as new ones; the pool keeps one per index and budget",
+          "[fusion]") {
+  // One FusionGroups on the index's graph, reset between rounds (the state decode's pool hands
+  // out), against a new one each round: every merge's answer, reason and operand bound, and every
+  // op's group, size and leader, must be the same. Random DAGs with ids far from topological,
+  // random merges in both directions, budgets small enough for searches to run out.
+  int merged = 0, refused = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    go::Rng rng(seed + 3000);
+    const int n = 80;
+    const OpGraph g = shuffled_random_graph(rng, n, 0.f);
+    auto index = std::make_shared<const go::FusionIndex>(g, true, true);
+    const OpGraph& copy = *index->topo;
+    const std::int64_t budget = seed % 3 == 0 ? (1 << 20) : 1 + static_cast<std::int64_t>(rng.uniform_int(40));
+    FusionGroups reused(copy, budget, index);
+    for (int round = 0; round < 6; ++round) {
+      INFO("seed " << seed << ", round " << round);
+      if (round > 0) reused.reset(copy);
+      FusionGroups fresh(copy, budget, index);
+      for (OpId w = 0; w < n; ++w) {
+        REQUIRE(reused.group(w) == w);
+        REQUIRE(reused.size(w) == 1);
+      }
+      for (int t = 0; t < 200; ++t) {
+        const auto [u, v, forward] = random_edge(rng, copy);
+        if (u < 0) continue;
+        const auto m = forward ? fresh.merge(u, v) : fresh.merge(v, u);
+        REQUIRE((forward ? reused.merge(u, v) : reused.merge(v, u)) == m);
+        if (m == FusionGroups::Merge::merged) {
+          ++merged;
+          REQUIRE(reused.last_union_bound() == fresh.last_union_bound());
+          REQUIRE(reused.last_union_exact() == fresh.last_union_exact());
+        } else if (m == FusionGroups::Merge::refused_rule) {
+          ++refused;
+          REQUIRE(reused.last_problem().rule == fresh.last_problem().rule);
+          REQUIRE(reused.last_problem().op == fresh.last_problem().op);
+        }
+      }
+      for (OpId w = 0; w < n; ++w) {
+        REQUIRE(reused.group(w) == fresh.group(w));
+        REQUIRE(reused.size(w) == fresh.size(w));
+        REQUIRE(reused.leader(w) == fresh.leader(w));
+      }
+      CHECK(reused.fusion() == fresh.fusion());
+    }
+    // groups that work from an index of their own (here g, which the index does not describe) cannot be reset
+    FusionGroups own(g, budget, index);
+    CHECK_THROWS_WITH(own.reset(g), Catch::Contains("not made on this graph's fusion index"));
+
+    go::FusionGroupsPool pool;
+    const FusionGroups* first = nullptr;
+    {
+      const auto a = go::FusionGroupsPool::take(&pool, copy, budget, index);
+      first = &*a;
+      const auto b2 = go::FusionGroupsPool::take(&pool, copy, budget, index);  // two at once: two objects
+      CHECK(&*b2 != first);
+      a->merge(copy.pred(n - 1).empty() ? 0 : copy.pred(n - 1)[0], n - 1);
+    }
+    CHECK(pool.kept() == 2);
+    {
+      const auto a = go::FusionGroupsPool::take(&pool, copy, budget, index);
+      CHECK(pool.kept() == 1);
+      for (OpId w = 0; w < n; ++w) REQUIRE(a->size(w) == 1);  // reset on the way out
+      const auto other = go::FusionGroupsPool::take(&pool, copy, budget + 1, index);  // another budget: a new one
+      CHECK(pool.kept() == 1);
+      const auto lone = go::FusionGroupsPool::take(&pool, g, budget, index);  // not on the index: never kept
+      CHECK(pool.kept() == 1);
+    }
+    CHECK(pool.kept() == 3);
+    const auto none = go::FusionGroupsPool::take(nullptr, copy, budget, index);  // no pool: a new one
+    CHECK(pool.kept() == 3);
+  }
+  CHECK(merged > 400);
+  CHECK(refused > 200);
 }
 
 // The renumbered copy as GraphBuilder builds it from specs (the code before
@@ -828,7 +922,8 @@ TEST_CASE("xla fusion on real training graphs: legal, adds with two computed inp
   }
 }
 
-TEST_CASE("fusion edges: all flags are the XLA-like heuristic, a plan's flags rebuild its groups, random flags stay legal",
+TEST_CASE("fusion edges: all flags are the XLA-like heuristic, a plan's flags rebuild its groups, random flags stay legal"
+          " and reused groups give the same",
           "[fusion][baselines]") {
   const OpGraph g = go::make_training_graph(go::load_graph("zoo:transformer_xl2:segments=2"));
   const go::FusionEdges edges(g);
@@ -855,15 +950,22 @@ TEST_CASE("fusion edges: all flags are the XLA-like heuristic, a plan's flags re
   CHECK(p.fusion.empty());
   // random flags on random devices: legal plans (rules, one device per group, acyclic)
   go::Rng rng(7);
+  const go::FusionEdges reused(g, true);
   for (int trial = 0; trial < 5; ++trial) {
     go::Plan q = xla;
     for (auto& d : q.device) d = rng.uniform() < 0.1f ? static_cast<std::int32_t>(rng.uniform_int(4)) : d;
     go::colocate(g, q);
     std::vector<std::uint8_t> f(static_cast<std::size_t>(edges.size()));
     for (auto& x : f) x = rng.uniform() < 0.5f ? 1 : 0;
+    go::Plan r = q;
     edges.apply(g, q, &f);
     CHECK(go::check_plan(g, q, 4) == "");
+    // annealing's FusionEdges (the graph indexed once, its groups reset and reused): the same groups
+    CHECK(reused.apply(g, r, &f) == edges.apply(g, q, &f));
+    CHECK(r.fusion == q.fusion);
   }
+  CHECK(reused.pool->kept() == 1);
+  CHECK_FALSE(edges.pool);
   const std::vector<std::uint8_t> short_flags(static_cast<std::size_t>(edges.size()) - 1, 1);
   CHECK_THROWS_WITH(edges.apply(g, p, &short_flags), Catch::Contains("flags for a graph with"));
 }
@@ -975,7 +1077,8 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
     CHECK(pg.fusion_index->fits(g));
     CHECK_FALSE(pg.fusion_index->fits(other));
     // the training graphs' ids are not topological, so decode merges on the renumbered copy
-    // (FusionIndex's relabel), and the decodes without it below are the reference
+    // (FusionIndex's relabel), and the decodes without it below are the reference; pg's decodes
+    // after the first reuse one FusionGroups (its pool's), reset each time
     CHECK(pg.fusion_index->topo);
     auto bare = pg, foreign = pg;
     bare.fusion_index = nullptr;
@@ -1015,6 +1118,7 @@ TEST_CASE("decode: random actions on real graphs give valid or out-of-memory pla
         CHECK((r.valid || r.status == go::SimStatus::out_of_memory));
       }
     }
+    CHECK(pg.fusion_groups->kept() == 1);  // the copies without a usable index made theirs anew
   }
   CHECK(fused_total > 1000);
   CHECK(refused_rule > 1000);  // the repair had work to do

@@ -11,6 +11,7 @@
 // What XLA does and this does not: it visits consumers from the root backwards and may duplicate a
 // cheap producer into several consumers; it also runs multi-output (sibling) and horizontal fusion.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "go/core/error.hpp"
@@ -29,10 +30,19 @@ namespace go {
 // the flags (go/baselines/search.hpp).
 struct FusionEdges {
   std::vector<std::int64_t> base;  // per op: index of its first data input's flag; base[n] = total
+  // With `reused` (annealing: an apply() per proposal): g's FusionIndex made once and the groups
+  // kept between calls, where each apply() would otherwise index the graph again and allocate its
+  // groups' lists anew. The same groups either way.
+  std::shared_ptr<const FusionIndex> index;
+  std::shared_ptr<FusionGroupsPool> pool;
 
-  explicit FusionEdges(const OpGraph& g) : base(static_cast<std::size_t>(g.num_ops()) + 1, 0) {
+  explicit FusionEdges(const OpGraph& g, bool reused = false) : base(static_cast<std::size_t>(g.num_ops()) + 1, 0) {
     for (OpId v = 0; v < g.num_ops(); ++v)
       base[static_cast<std::size_t>(v) + 1] = base[static_cast<std::size_t>(v)] + static_cast<std::int64_t>(g.inputs(v).size());
+    if (reused) {
+      index = std::make_shared<const FusionIndex>(g);
+      pool = std::make_shared<FusionGroupsPool>();
+    }
   }
   std::int64_t size() const { return base.back(); }
 
@@ -56,7 +66,8 @@ struct FusionEdges {
     check_plan_sizes(plan, g.num_ops());
     GO_CHECK(!flags || static_cast<std::int64_t>(flags->size()) == size(), "fusion edges: ", flags ? flags->size() : 0,
              " flags for a graph with ", size(), " data edges");
-    FusionGroups groups(g, search_budget);
+    const auto lease = FusionGroupsPool::take(pool.get(), g, search_budget, index);
+    FusionGroups& groups = *lease;
     for (OpId v : g.topo_order()) {
       if (!fusion_joins_producer(g.op(v).kind, g.op(v).role)) continue;
       std::int64_t e = base[static_cast<std::size_t>(v)];

@@ -191,7 +191,7 @@ inline Plan anneal_plan(const OpGraph& g, const Cluster& c, std::int64_t budget,
   const double decay = std::pow(t_end / t0, 1.0 / static_cast<double>(moves));
   double temp = t0;
   const double log_max_len = std::log(static_cast<double>(std::max<std::size_t>(1, n / static_cast<std::size_t>(k))) + 1.0);
-  const FusionEdges edges(g);
+  const FusionEdges edges(g, true);
   std::vector<std::uint8_t> cur_flags = edges.flags_of(g, cur), cand_flags;
   bool fusible = false;  // without an edge that may fuse, fusion moves would only waste simulations
   for (OpId v = 0; v < g.num_ops() && !fusible; ++v)

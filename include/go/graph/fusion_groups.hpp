@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -107,39 +108,57 @@ class FusionGroups {
   explicit FusionGroups(const OpGraph& g, std::int64_t search_budget = 4096,
                         std::shared_ptr<const FusionIndex> index = nullptr)
       : g_(&g), budget_(search_budget) {
-    if (index && index->counted && index->fits(g) && (!index->topo || index->topo.get() == &g)) {
+    if (uses_shared(g, index.get())) {
       shared_ = std::move(index);
       ix_ = shared_.get();
     } else {
       own_ = FusionIndex(g, false);
       ix_ = &own_;
     }
-    view_ = fusion_view(g, ix_->traits);
     const auto n = static_cast<std::size_t>(g.num_ops());
-    ub_.assign(n, 0);
     tstamp_.assign(static_cast<std::size_t>(g.num_tensors()), 0);
-    node_.resize(n);
     members_.resize(n);
     out_.resize(n);
-    edges_.resize(n);
-    minpos_.resize(n);
-    maxpos_.resize(n);
-    lib_.assign(n, -1);
-    red_.assign(n, -1);
     stamp_.assign(n, 0);
-    for (OpId v = 0; v < g.num_ops(); ++v) {
-      const auto i = static_cast<std::size_t>(v);
-      node_[i] = {v, g.topo_position(v)};
-      edges_[i] = static_cast<std::int64_t>(g.succ(v).size());
-      minpos_[i] = maxpos_[i] = node_[i].pos;
-      const FusionClass c = traits_class(ix_->traits[i]);
-      if (c == FusionClass::library) lib_[i] = v;
-      if (c == FusionClass::reduction) red_[i] = v;
-    }
+    lone(g);
   }
   FusionGroups(OpGraph&&, std::int64_t = 0, std::shared_ptr<const FusionIndex> = nullptr) = delete;  // the graph must outlive the groups
   FusionGroups(const FusionGroups&) = delete;  // ix_ may point into the object
   FusionGroups& operator=(const FusionGroups&) = delete;
+
+  // Whether FusionGroups(g, budget, index) works from `index` (else from an index of its own).
+  static bool uses_shared(const OpGraph& g, const FusionIndex* index) {
+    return index && index->counted && index->fits(g) && (!index->topo || index->topo.get() == &g);
+  }
+  // Every op a group of its own again, on g, as FusionGroups(g, budget, index) would start with
+  // this one's budget and shared index (which must work for g: uses_shared), keeping the per-op
+  // lists' memory up to 4 entries per op: FusionGroupsPool gives one object to the many decodes
+  // of one graph's plans, which then allocate next to nothing (the lists were 8-10% of a
+  // fine-tuning's CPU time on AmoebaNet in malloc and free).
+  void reset(const OpGraph& g) {
+    GO_CHECK(shared_ && uses_shared(g, shared_.get()), g.where(),
+             "FusionGroups::reset: the groups were not made on this graph's fusion index");
+    const std::size_t keep = 4 * members_.size();
+    std::size_t kept = 0;
+    auto clear = [&](std::vector<OpId>& l) {
+      if (l.capacity() == 0) return;
+      l.clear();
+      if (kept + l.capacity() > keep) std::vector<OpId>().swap(l);
+      else kept += l.capacity();
+    };
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      clear(members_[i]);
+      clear(out_[i]);
+    }
+    union_ub_ = 0;
+    union_exact_ = false;
+    counted_ = false;
+    grouped_end_ = -1;
+    problem_ = {};
+    lone(g);
+  }
+  const FusionIndex* shared_index() const { return shared_.get(); }
+  std::int64_t search_budget() const { return budget_; }
 
   // The group of v, named by one of its ops (not necessarily its leader).
   OpId group(OpId v) const { return node_[static_cast<std::size_t>(v)].rep; }
@@ -209,8 +228,8 @@ class FusionGroups {
       for (OpId v : small) node_[static_cast<std::size_t>(v)].rep = A;
       big.insert(big.end(), small.begin(), small.end());
       out.insert(out.end(), out_[ib].begin(), out_[ib].end());
-      small = {};
-      out_[ib] = {};
+      small.clear();  // its memory kept for a later merge (reset() bounds what is kept)
+      out_[ib].clear();
     }
     edges_[ia] += edges_[ib];
     minpos_[ia] = std::min(minpos_[ia], minpos_[ib]);
@@ -220,6 +239,29 @@ class FusionGroups {
     if (red_[ia] < 0) red_[ia] = red_[ib];
     ub_[ia] = ub;
     exact_[ia] = exact ? 1 : 0;
+  }
+
+  // Each op of g in a group of its own (members_ and out_ empty, sized; the index chosen).
+  void lone(const OpGraph& g) {
+    g_ = &g;
+    view_ = fusion_view(g, ix_->traits);
+    const auto n = static_cast<std::size_t>(g.num_ops());
+    ub_.assign(n, 0);
+    node_.resize(n);
+    edges_.resize(n);
+    minpos_.resize(n);
+    maxpos_.resize(n);
+    lib_.assign(n, -1);
+    red_.assign(n, -1);
+    for (OpId v = 0; v < g.num_ops(); ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      node_[i] = {v, g.topo_position(v)};
+      edges_[i] = static_cast<std::int64_t>(g.succ(v).size());
+      minpos_[i] = maxpos_[i] = node_[i].pos;
+      const FusionClass c = traits_class(ix_->traits[i]);
+      if (c == FusionClass::library) lib_[i] = v;
+      if (c == FusionClass::reduction) red_[i] = v;
+    }
   }
 
   // R's members, made a list (with R's successors as its out_ list) where R is a lone op.
@@ -460,6 +502,67 @@ class FusionGroups {
   std::int32_t grouped_end_ = -1;           // the last topological position of an op in a group of two or more
   std::vector<OpId> queue_;
   FusionProblem problem_;
+};
+
+// FusionGroups kept for reuse by the decodes of one graph's plans (policy::PolicyGraph holds one,
+// shared by its copies; thread-safe). take() gives a FusionGroups on g exactly as
+// FusionGroups(g, search_budget, index) would start: one given back earlier with the same index
+// and budget, reset() to lone ops, where there is one, else a new one. The lease gives it back when
+// it ends. Groups that would not work from `index` (FusionGroups::uses_shared) are made new each
+// time and never kept.
+class FusionGroupsPool {
+ public:
+  class Lease {
+   public:
+    Lease(std::unique_ptr<FusionGroups> groups, FusionGroupsPool* pool) : groups_(std::move(groups)), pool_(pool) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (pool_ && groups_) pool_->give_back(std::move(groups_));
+    }
+    FusionGroups& operator*() const { return *groups_; }
+    FusionGroups* operator->() const { return groups_.get(); }
+
+   private:
+    std::unique_ptr<FusionGroups> groups_;
+    FusionGroupsPool* pool_;
+  };
+
+  // `pool` may be null: a new FusionGroups, not kept.
+  static Lease take(FusionGroupsPool* pool, const OpGraph& g, std::int64_t search_budget,
+                    const std::shared_ptr<const FusionIndex>& index) {
+    if (!pool || !FusionGroups::uses_shared(g, index.get()))
+      return Lease(std::make_unique<FusionGroups>(g, search_budget, index), nullptr);
+    std::unique_ptr<FusionGroups> kept;
+    {
+      const std::lock_guard<std::mutex> lock(pool->mutex_);
+      for (std::size_t i = pool->free_.size(); i-- > 0;) {
+        FusionGroups& f = *pool->free_[i];
+        if (f.shared_index() == index.get() && f.search_budget() == search_budget) {
+          kept = std::move(pool->free_[i]);
+          pool->free_.erase(pool->free_.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    }
+    if (!kept) return Lease(std::make_unique<FusionGroups>(g, search_budget, index), pool);
+    kept->reset(g);
+    return Lease(std::move(kept), pool);
+  }
+  std::size_t kept() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return free_.size();
+  }
+
+ private:
+  // At most this many kept: as many as decodes ran at once, in practice the thread count.
+  static constexpr std::size_t kMaxKept = 16;
+  void give_back(std::unique_ptr<FusionGroups> groups) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kMaxKept) free_.push_back(std::move(groups));
+  }
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<FusionGroups>> free_;
 };
 
 }  // namespace go

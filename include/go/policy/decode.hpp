@@ -235,7 +235,8 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     for (std::size_t i = 0; i < N; ++i) inner_device[i] = d.device[static_cast<std::size_t>(pg.order[i])];
   }
   const std::vector<std::int32_t>& device = renumbered ? inner_device : d.device;
-  FusionGroups groups(fg, opt.search_budget, pg.fusion_index);
+  const auto lease = FusionGroupsPool::take(pg.fusion_groups.get(), fg, opt.search_budget, pg.fusion_index);
+  FusionGroups& groups = *lease;
   const bool join_main = (opt.join == FusionJoin::graph ? pg.join : opt.join) == FusionJoin::main;
   const auto order = fg.topo_order();
   auto fuse_of = [&](OpId v) { return af[renumbered ? v : pg.row_of[static_cast<std::size_t>(v)]]; };

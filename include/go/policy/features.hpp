@@ -98,6 +98,8 @@ struct PolicyGraph {
   // what decode's fusion groups read of the graph, made once (from_graph; null from arrays), with
   // the graph renumbered in topological order where it is not (FusionIndex's `relabel`)
   std::shared_ptr<const FusionIndex> fusion_index;
+  // decode's FusionGroups on that index, kept between decodes (made with it; copies share it)
+  std::shared_ptr<FusionGroupsPool> fusion_groups = std::make_shared<FusionGroupsPool>();
 
   std::int64_t num_edges() const { return preds.nnz(); }
   bool has_anchor() const { return anchor_device.defined(); }
