@@ -682,6 +682,9 @@ arrays do not have one entry per op raises gopt.Error.)doc");
       b = go::step_time_lower_bound(*g->g, *c.c, src);
     }
     py::dict d;
+    d["valid_plan"] = b.valid * 1e3;
+    d["valid_plan_path"] = b.valid_path * 1e3;
+    d["valid_plan_work"] = b.valid_work * 1e3;
     d["any_plan"] = b.fused * 1e3;
     d["unfused"] = b.unfused * 1e3;
     d["any_plan_path"] = b.fused_path * 1e3;
@@ -691,9 +694,11 @@ arrays do not have one entry per op raises gopt.Error.)doc");
     return d;
   }, py::arg("graph"), py::arg("cluster"), py::kw_only(), py::arg("cost") = "measured", R"doc(
 Lower bounds (ms) on the simulated step time of every plan of the graph on the cluster, as gopt
-simulate --json's lower_bound_ms (go/sim/bound.hpp): "any_plan" holds for every placement,
-priorities and fusion, "unfused" for plans without fusion; each is the larger of its longest path
-("_path") and its total work / devices ("_work"). Transfers and memory are left out.)doc");
+simulate --json's lower_bound_ms (go/sim/bound.hpp): "valid_plan" holds for every plan whose fusion
+groups keep go's fusion rules (the plans gopt.simulate runs with check_fusion_rules, the default),
+"any_plan" for every placement, priorities and fusion, "unfused" for plans without fusion; each is
+the larger of its longest path ("_path") and its total work / devices ("_work"). Transfers and
+memory are left out.)doc");
 }
 
 }  // namespace

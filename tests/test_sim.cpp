@@ -385,6 +385,37 @@ TEST_CASE("step-time lower bounds: hand-computed, met by the plans that reach th
     REQUIRE(f.valid);
     CHECK(f.step_time >= b.fused);
     CHECK(f.step_time < b.unfused);  // fusing beats every unfused plan, never the fused bound
+    // within the rules each matmul is in a group of its own kind: one launch + its FLOPs at least
+    CHECK(b.valid_path == Approx(2.01e-3 + 1.01e-3));
+    CHECK(b.valid_work == Approx(6.03e-3 / 2));
+    CHECK(b.valid == Approx(3.02e-3));
+    CHECK(f.step_time >= b.valid * (1 - 1e-12));
+    CHECK(f.step_time == Approx(b.valid));  // mm1 + relu (2.01 ms: relu's 1 us of traffic hides under mm1's FLOPs), mm2 1.01
+  }
+  SECTION("valid plans: a backward library kernel and an alone op count whole") {
+    Tiny m;
+    m.op("x", -1, {1000}, {}, 0, go::OpKind::input);
+    go::OpSpec grad;  // a matmul of the backward pass: never fused (roofline: launch + max(FLOPs, bytes))
+    grad.name = "grad";
+    grad.kind = go::OpKind::matmul;
+    grad.role = go::OpRole::backward;
+    grad.flops = 1e9;
+    go::TensorSpec out;
+    out.shape_known = false;
+    out.bytes = 3000000;  // 3 ms of traffic at 1 GB/s (input 1000 B + output): memory-bound
+    grad.outputs.push_back(out);
+    grad.inputs.push_back({0, 0});
+    m.b.add_op(std::move(grad));
+    m.op("upd", 2, {1000}, {{1, 0}}, 0, go::OpKind::update);  // measured, alone: its 2 ms
+    m.op("add", 1, {1000}, {{2, 0}}, 0, go::OpKind::add);     // measured loop op: nothing
+    const go::OpGraph h = m.build();
+    const go::StepTimeBound b = go::step_time_lower_bound(h, test_cluster(1));
+    const double grad_time = 1e-5 + 3001000 / 1e9;
+    CHECK(b.fused == Approx(1e-3));  // grad's FLOPs only: the rules ignored
+    CHECK(b.valid == Approx(grad_time + 2e-3));
+    CHECK(b.unfused == Approx(grad_time + 3e-3));
+    go::Simulator sim(h, test_cluster(1));
+    CHECK(sim.simulate(go::Plan{}).step_time >= b.valid);
   }
   SECTION("empty graph, measured ops") {
     CHECK(go::step_time_lower_bound(go::OpGraph{}, test_cluster(2)).fused == 0);
@@ -395,6 +426,7 @@ TEST_CASE("step-time lower bounds: hand-computed, met by the plans that reach th
     const go::StepTimeBound b = go::step_time_lower_bound(m.build(), test_cluster(1));
     CHECK(b.unfused == Approx(3e-3));
     CHECK(b.fused == Approx(2e-3 - 1e-5));
+    CHECK(b.valid == Approx(2e-3));  // within the rules the conv's group takes its whole measured time
     CHECK(go::step_time_lower_bound(m.build(), test_cluster(1), go::CostSource::roofline).unfused < 1e-4);
   }
 }

@@ -393,9 +393,11 @@ class Simulate(unittest.TestCase):
         self.assertAlmostEqual(b["unfused_path"], one.step_time_ms, places=9)
         self.assertAlmostEqual(b["unfused_work"], one.step_time_ms / 2, places=9)
         self.assertEqual(b["unfused"], max(b["unfused_path"], b["unfused_work"]))
-        self.assertLessEqual(b["any_plan"], b["unfused"])
+        self.assertLessEqual(b["any_plan"], b["valid_plan"])
+        self.assertLessEqual(b["valid_plan"], b["unfused"])
+        self.assertEqual(b["valid_plan"], max(b["valid_plan_path"], b["valid_plan_work"]))
         for m in ("human", "m-etf"):
-            self.assertGreaterEqual(gopt.place(g, "v100x2", m, fusion="xla").step_time_ms, b["any_plan"])
+            self.assertGreaterEqual(gopt.place(g, "v100x2", m, fusion="xla").step_time_ms, b["valid_plan"])
         with self.assertRaisesRegex(gopt.Error, "unknown cost source"):
             gopt.lower_bound(g, "v100x2", cost="flops")
 
@@ -933,7 +935,7 @@ class CliEquality(unittest.TestCase):
                               "memory_traffic_bytes"):
                         self.assertEqual(mine[k], s[k], k)
                     self.assertEqual(gopt.lower_bound(g, "v100x4"), s["lower_bound_ms"])
-                    self.assertGreaterEqual(r.step_time_ms, s["lower_bound_ms"]["any_plan"])
+                    self.assertGreaterEqual(r.step_time_ms, s["lower_bound_ms"]["valid_plan"])
 
     def test_train(self):
         with tempfile.TemporaryDirectory() as d:

@@ -14,6 +14,13 @@
 //            path never re-enters a group (groups are convex), so the bound holds for every plan,
 //            fused or not, whatever fusion rules allow. It is loose where a graph's time is memory
 //            traffic (fusing can remove only part of it).
+//   valid:   the fused floor, raised where go's fusion rules (go/graph/fusion_rules.hpp) decide
+//            alone: an op that never joins a group (an alone op, a library kernel of the backward
+//            pass) runs as its own unit, so its floor is its whole unfused time; a forward library
+//            kernel is in a group with no other library kernel, whose time is at least its
+//            measured time (a roofline one: one launch + its FLOPs / (peak * efficiency)) plus the
+//            other members' floors. It bounds every plan the simulator runs with its fusion rules
+//            checked (SimOptions::check_fusion_rules, the default): those are the valid plans.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -29,10 +36,13 @@ namespace go {
 struct StepTimeBound {
   double unfused = 0;       // no plan without fusion simulates faster (seconds)
   double fused = 0;         // no plan at all simulates faster
+  double valid = 0;         // no plan within the fusion rules simulates faster
   double unfused_path = 0;  // the two terms of each bound
   double unfused_work = 0;
   double fused_path = 0;
   double fused_work = 0;
+  double valid_path = 0;
+  double valid_work = 0;
 };
 
 // What op `o` adds at least to the time of any unit it runs in on `spec` (the fused floor above).
@@ -44,28 +54,47 @@ inline double fused_op_floor(const Op& o, const DeviceSpec& spec, CostSource src
   return o.flops / (spec.peak_flops * (eff > 0 ? eff : 1.0));
 }
 
+// The same, under the fusion rules (the valid floor above).
+inline double valid_op_floor(const Op& o, const DeviceSpec& spec, CostSource src = CostSource::measured) {
+  if (is_free_op(o.kind)) return 0.0;
+  const FusionClass c = fusion_class(o);
+  if (c == FusionClass::source || c == FusionClass::alone || (c == FusionClass::library && o.role != OpRole::forward))
+    return op_time(o, spec, src);
+  if (c == FusionClass::library) {
+    if (src == CostSource::measured && o.has_time()) return o.time;
+    const double eff = spec.compute_efficiency[op_kind_index(o.kind)];
+    return spec.launch_overhead + o.flops / (spec.peak_flops * (eff > 0 ? eff : 1.0));
+  }
+  return fused_op_floor(o, spec, src);
+}
+
 inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, CostSource src = CostSource::measured) {
   StepTimeBound b;
   const auto n = static_cast<std::size_t>(g.num_ops());
   if (n == 0 || c.num_devices() == 0) return b;
-  std::vector<double> unfused(n), fused(n);
+  std::vector<double> unfused(n), fused(n), valid(n);
   for (const Op& o : g.ops()) {
     const auto i = static_cast<std::size_t>(o.id);
     for (std::int32_t d = 0; d < c.num_devices(); ++d) {
-      const double u = op_time(o, c.spec(d), src), f = fused_op_floor(o, c.spec(d), src);
+      const double u = op_time(o, c.spec(d), src), f = fused_op_floor(o, c.spec(d), src),
+                   v = valid_op_floor(o, c.spec(d), src);
       unfused[i] = d == 0 ? u : std::min(unfused[i], u);
       fused[i] = d == 0 ? f : std::min(fused[i], f);
+      valid[i] = d == 0 ? v : std::min(valid[i], v);
     }
   }
-  double su = 0, sf = 0;
-  for (std::size_t i = 0; i < n; ++i) su += unfused[i], sf += fused[i];
+  double su = 0, sf = 0, sv = 0;
+  for (std::size_t i = 0; i < n; ++i) su += unfused[i], sf += fused[i], sv += valid[i];
   const double nd = static_cast<double>(c.num_devices());
   b.unfused_path = critical_path(g, unfused).time;
   b.fused_path = critical_path(g, fused).time;
+  b.valid_path = critical_path(g, valid).time;
   b.unfused_work = su / nd;
   b.fused_work = sf / nd;
+  b.valid_work = sv / nd;
   b.unfused = std::max(b.unfused_path, b.unfused_work);
   b.fused = std::max(b.fused_path, b.fused_work);
+  b.valid = std::max(b.valid_path, b.valid_work);
   return b;
 }
 
