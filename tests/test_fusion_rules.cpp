@@ -575,7 +575,7 @@ TEST_CASE("fusion rules: merging on the graph renumbered in topological order gi
   CHECK(by_cycle > 20);
 }
 
-TEST_CASE("fusion rules: FusionGroups reset and reused merge as new ones; the pool keeps one per index and budget",
+TEST_CASE("fusion rules: FusionGroups reset and reused merge as new ones, the pool keeps one per index and budget",
           "[fusion]") {
   // One FusionGroups on the index's graph, reset between rounds (the state decode's pool hands
   // out), against a new one each round: every merge's answer, reason and operand bound, and every
