@@ -3,7 +3,8 @@
 // plan can at most be from the best possible one, for graphs too large for `exact`.
 //
 // Each bound is max(longest path, total work / devices) over per-op floors; transfers, memory and
-// launch overheads are left out, so the bounds hold for any placement, priorities and channel model.
+// launch overheads (but those of the units the valid bound knows below) are left out, so the bounds
+// hold for any placement, priorities and channel model.
 //   unfused: the floor of an op is its time go::op_time on the fastest device kind of the cluster;
 //            it bounds every plan without fusion groups.
 //   fused:   the floor is what the op adds to any fusion group it can be in
