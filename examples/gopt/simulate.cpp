@@ -230,7 +230,7 @@ void add_simulate_command(CLI::App& app) {
   std::string devices;
   for (const auto& d : go::DeviceSpec::preset_names()) devices += (devices.empty() ? "" : ", ") + d;
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity, lower bounds on any plan");
+      "simulate", "Simulate one step of a graph on a multi-GPU cluster: step time, memory, transfers, validity, lower bounds on every plan's step time");
   cmd->add_option("graph", opts->graph,
                   std::string(kGraphFileHelp) + " or zoo:<name>")
       ->required();
