@@ -292,12 +292,14 @@ void bind_optimize(py::module_& m) {
   m.def("place", [](const py::object& graph, const py::object& cluster, const std::string& method, const py::object& seed_a,
                     const py::object& budget_a, const std::string& fusion, const py::object& expert_a,
                     const std::string& policy, const py::object& finetune_a, bool check_colocation, const std::string& cost, double time_limit,
-                    const std::string& anchor_ties, const std::string& anchor_placements, bool fit_memory) {
+                    const std::string& anchor_ties, const std::string& anchor_placements, bool fit_memory,
+                    const py::object& patience_a) {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     const std::uint64_t seed = seed_arg(seed_a, "gopt.place: seed");
     const std::int64_t budget = int_arg(budget_a, "gopt.place: budget", 0, kMax);
     // -1 is the default (budget / 193, the most simulations of one update); the go methods say what else is wrong with a negative count
     const std::int64_t finetune = int_arg(finetune_a, "gopt.place: finetune", std::numeric_limits<std::int64_t>::min(), kMax);
+    const std::int64_t patience = int_arg(patience_a, "gopt.place: patience", 0, kMax);
     GO_CHECK(expert_a.is_none() || py::isinstance<py::str>(expert_a),
              "gopt.place: expert takes the path of a go-plan file or a dnn-partitioning expert split, got ",
              std::string(py::str(expert_a.get_type().attr("__name__"))),
@@ -316,6 +318,7 @@ void bind_optimize(py::module_& m) {
     o.sim.cost = go::parse_cost_source(cost);
     GO_CHECK(time_limit >= 0, "gopt.place: time_limit must be >= 0 seconds, got ", time_limit);
     o.time_limit = time_limit;
+    o.patience = patience;
     // "" keeps the default; anything else must be a list of known names, each once
     auto anchor_list = [](const char* arg, const std::string& list, const std::string& known) {
       if (list.empty()) return list;
@@ -336,7 +339,8 @@ void bind_optimize(py::module_& m) {
         {!policy.empty(), {PlaceOption::policy, "policy"}},
         {finetune != -1, {PlaceOption::finetune, "finetune"}},
         {!anchor_ties.empty(), {PlaceOption::anchor, "anchor_ties"}},
-        {!anchor_placements.empty(), {PlaceOption::anchor, "anchor_placements"}}};
+        {!anchor_placements.empty(), {PlaceOption::anchor, "anchor_placements"}},
+        {patience != 0, {PlaceOption::patience, "patience"}}};
     for (const auto& [set, what] : given) {
       const std::string note = set ? go::unused_option_note({method}, what.first, what.second) : std::string();
       if (!note.empty() && PyErr_WarnEx(PyExc_UserWarning, ("gopt.place: " + note).c_str(), 1) < 0)
@@ -352,7 +356,7 @@ void bind_optimize(py::module_& m) {
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
      py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
      py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", py::arg("anchor_placements") = "",
-     py::arg("fit_memory") = false, R"doc(
+     py::arg("fit_memory") = false, py::arg("patience") = 0, R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: the path of human's expert split or go-plan file (a gopt.Plan: plan.save(path, graph) first; also random's and anneal's human start, and the human placement of GO's anchor);
@@ -369,7 +373,9 @@ anchor_placements: the same methods: the placements GO's anchor starts from, of
 candidate that runs out of memory fitted to it; depth-first: the two best pipelined, and the spread one;
 relabel: the best with its devices relabelled for the links), as gopt place --anchor-placements;
 fit_memory: every method: a plan that runs out of memory has op sets moved off the devices that
-overflow until it fits (the note says how many; off by default), as gopt place --fit-memory.
+overflow until it fits (the note says how many; off by default), as gopt place --fit-memory;
+patience: go, go-one and anchor-search stop fine-tuning after this many updates (rounds) in a row
+that found no faster plan (0: never), as gopt place --patience.
 An argument away from its default that the method does not read (policy for "human", fusion for a
 method that chooses fusion itself, ...) gives a UserWarning naming the methods that read it, as
 gopt place's note on stderr. A plan that does not fit memory comes back with valid False.)doc");

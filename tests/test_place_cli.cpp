@@ -313,6 +313,67 @@ TEST_CASE("gopt place and eval: a flag no method given reads gets a note, the ru
   CHECK_THAT(unknown.err, Contains("unknown method 'humane'"));
 }
 
+// --patience: fine-tuning (here anchor-search's rounds, which need no policy) stops after that many
+// rounds in a row found no faster plan. Against the same search without it: it stops where that
+// search had gone P rounds without improving and answers what that search had then; 0, or a
+// patience longer than the run, changes nothing. A negative count is a one-line error, and a
+// method that does not fine-tune notes the flag.
+TEST_CASE("gopt place --patience: fine-tuning stops after that many updates without a faster plan") {
+  go::rl::register_go_methods("");
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:rnnlm2:seq=4"));
+  const go::Cluster cl = go::cluster_preset("v100x2");
+  auto rounds = [](const go::PlaceResult& r) {
+    const auto at = r.note.find("searched ");
+    REQUIRE(at != std::string::npos);
+    return std::stoll(r.note.substr(at + 9));
+  };
+  go::PlaceOptions o;
+  o.finetune = 30;
+  const go::PlaceResult full = go::place("anchor-search", g, cl, o);
+  REQUIRE(full.valid);
+  CHECK(rounds(full) == 30);
+  for (const std::int64_t patience : {1, 2, 3}) {
+    INFO("patience " << patience);
+    o.patience = patience;
+    o.finetune = 30;
+    const go::PlaceResult p = go::place("anchor-search", g, cl, o);
+    REQUIRE(p.valid);
+    const std::int64_t n = rounds(p);
+    REQUIRE(n < 30);  // this search stops improving long before 30 rounds (full: improvements at rounds 1 and about 18)
+    CHECK_THAT(p.note, Contains("(stopped: " + std::to_string(patience) + " updates in a row found no faster plan)"));
+    CHECK(p.step_time >= full.step_time);
+    o.patience = 0;
+    o.finetune = n;  // the search without patience, cut at the same round: the same plan and simulations
+    const go::PlaceResult cut = go::place("anchor-search", g, cl, o);
+    CHECK(cut.step_time == p.step_time);
+    CHECK(cut.simulations == p.simulations);
+    CHECK(cut.plan.device == p.plan.device);
+    CHECK_THAT(cut.note, !Contains("(stopped"));
+    o.finetune = n - patience;  // its last `patience` rounds found nothing ...
+    CHECK(go::place("anchor-search", g, cl, o).step_time == p.step_time);
+    o.finetune = n - patience - 1;  // ... and the round before them did
+    CHECK(go::place("anchor-search", g, cl, o).step_time > p.step_time);
+  }
+  o.finetune = 30;
+  o.patience = 100;  // longer than the run: no stop
+  const go::PlaceResult patient = go::place("anchor-search", g, cl, o);
+  CHECK(patient.step_time == full.step_time);
+  CHECK(patient.simulations == full.simulations);
+  CHECK_THAT(patient.note, !Contains("(stopped"));
+  const auto bad = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "anchor-search", "--patience", "-1"});
+  CHECK(bad.code != 0);
+  CHECK(count_lines(bad.err) == 1);
+  CHECK_THAT(bad.err, Contains("--patience: must be a whole number >= 0, got -1"));
+  const auto human = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--patience", "2"});
+  REQUIRE(human.code == 0);
+  CHECK_THAT(human.err, Contains("gopt place: note: --patience is not used by human (it is read by go, go-one, "
+                                 "anchor-search); ignored"));
+  const auto json = run_gopt({"place", "zoo:rnnlm2:seq=4", "--training", "--cluster", "v100x2", "--method",
+                              "anchor-search", "--finetune", "30", "--patience", "2", "--json"});
+  REQUIRE(json.code == 0);
+  CHECK_THAT(nlohmann::json::parse(json.out)["note"].get<std::string>(), Contains("(stopped: 2 updates"));
+}
+
 // --anchor-ties: the orders GO's anchor is chosen from; best-heuristic tries the others too, as
 // answers. On the RNNLM training graph latest-first is the fastest (tests/test_rl.cpp rebuilds that
 // plan by hand), found either way, and the plan written re-simulates to the step time reported. A

@@ -31,7 +31,7 @@ namespace {
 struct EvalCliOptions {
   std::string graphs, cluster, methods, csv, fusion = "none", cost = "measured";
   std::uint64_t seed = 0;
-  std::int64_t budget = 1000, finetune = -1;
+  std::int64_t budget = 1000, finetune = -1, patience = 0;
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy, trace_dir;
@@ -247,6 +247,7 @@ void add_eval_command(CLI::App& app) {
       ->check(name_list_check(go::rl::kAnchorPlacements));
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
+  cmd->add_option("--patience", opts->patience, kPatienceHelp)->check(count_at_least());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the most simulations of one update (193), so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());

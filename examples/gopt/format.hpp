@@ -30,6 +30,9 @@ inline constexpr const char* kTimeLimitHelp =
     "anneal, anneal-anchor, anchor-search, hdp, hdp-tuned, go, go-one, exact: wall-clock seconds of optimization per graph (0: no limit; go-one "
     "then trains as many updates as go; exact then stops after 60 s; exact's limit is CBC's, which checks its clock "
     "between search steps, so a solve can run a step over, and a re-solve with memory rows gets at least half again)";
+inline constexpr const char* kPatienceHelp =
+    "go, go-one, anchor-search: stop fine-tuning after this many updates (rounds) in a row that found no faster plan "
+    "(default 0: never; --finetune or --time-limit ends it)";
 inline constexpr const char* kFitMemoryHelp =
     "every method: a plan that runs out of memory has op sets moved off the devices that overflow until it fits "
     "(as GO's anchor does with its candidates, then, where that finds none, weighing ops with the tensors they "

@@ -25,7 +25,7 @@ namespace {
 struct PlaceCliOptions {
   std::string graph, cluster, method, out, fusion = "none", expert, cost = "measured";
   std::uint64_t seed = 0;
-  std::int64_t budget = 1000, finetune = -1;
+  std::int64_t budget = 1000, finetune = -1, patience = 0;
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy;
@@ -113,6 +113,7 @@ void add_place_command(CLI::App& app) {
       ->check(name_list_check(go::rl::kAnchorPlacements));
   cmd->add_option("--time-limit", opts->time_limit, kTimeLimitHelp)
       ->check(seconds_at_least_zero());
+  cmd->add_option("--patience", opts->patience, kPatienceHelp)->check(count_at_least());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning on this graph (0 = zero-shot; default: --budget / the most simulations of one update (193), at least 1, so that GO gets the simulations of random and anneal); anchor-search: its rounds, the same")
       ->check(count_at_least());

@@ -23,6 +23,7 @@ go::PlaceOptions place_options(const Flags& o) {
   po.policy = o.policy;
   po.finetune = o.finetune;
   po.time_limit = o.time_limit;
+  po.patience = o.patience;
   po.anchor_ties = o.anchor_ties;
   po.anchor_placements = o.anchor_placements;
   po.fit_memory = o.fit_memory;
@@ -37,7 +38,8 @@ inline void note_unused_flags(const CLI::App& cmd, const std::string& command, c
   const std::pair<const char*, PlaceOption> flags[] = {
       {"--budget", PlaceOption::budget}, {"--time-limit", PlaceOption::time_limit}, {"--fusion", PlaceOption::fusion},
       {"--expert", PlaceOption::expert}, {"--policy", PlaceOption::policy},         {"--finetune", PlaceOption::finetune},
-      {"--anchor-ties", PlaceOption::anchor}, {"--anchor-placements", PlaceOption::anchor}};
+      {"--anchor-ties", PlaceOption::anchor}, {"--anchor-placements", PlaceOption::anchor},
+      {"--patience", PlaceOption::patience}};
   for (const auto& [flag, option] : flags) {
     const CLI::Option* opt = cmd.get_option_no_throw(flag);
     if (!opt || opt->count() == 0) continue;

@@ -452,6 +452,23 @@ class Simulate(unittest.TestCase):
             gopt.place(g, "v100x2", "human", fusion="xla")
             with self.assertRaisesRegex(UserWarning, "budget is not used by human"):
                 gopt.place(g, "v100x2", "human", budget=5)  # warnings as errors: raised
+            with self.assertRaisesRegex(UserWarning, r"patience is not used by human \(it is read by go, go-one, "
+                                                     r"anchor-search\)"):
+                gopt.place(g, "v100x2", "human", patience=2)
+
+    def test_place_patience(self):
+        # anchor-search stops after `patience` rounds in a row without a faster plan, as gopt place
+        # --patience: the same plan as the search cut at that round without it; a negative count refused
+        g = gopt.load_graph("zoo:rnnlm2:seq=4").training_graph()
+        p = gopt.place(g, "v100x2", "anchor-search", finetune=30, patience=2)
+        self.assertIn("(stopped: 2 updates in a row found no faster plan)", p.note)
+        rounds = int(p.note.split("searched ")[1].split()[0])
+        self.assertLess(rounds, 30)
+        cut = gopt.place(g, "v100x2", "anchor-search", finetune=rounds)
+        self.assertEqual(cut.step_time_ms, p.step_time_ms)
+        self.assertEqual(cut.simulations, p.simulations)
+        with self.assertRaisesRegex(gopt.Error, "patience"):
+            gopt.place(g, "v100x2", "anchor-search", patience=-1)
 
     def test_fit_memory(self):
         # the same graph: any plan fitted as place(..., fit_memory=True) fits a method's, priorities kept

@@ -100,6 +100,7 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   GO_CHECK(o.finetune_samples >= 2, "go: finetune_samples must be >= 2, got ", o.finetune_samples);
   GO_CHECK(o.finetune >= 0, "go: finetune must be >= 0 updates, got ", o.finetune);
   GO_CHECK(o.time_limit >= 0, "go: time_limit must be >= 0 seconds, got ", o.time_limit);
+  GO_CHECK(o.patience >= 0, "go: patience must be >= 0 updates, got ", o.patience);
   std::shared_ptr<policy::GoPolicy> pol;
   TrainConfig cfg;
   if (o.search_only) {
@@ -170,13 +171,17 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
   }
   auto within_time = [&] { return o.time_limit <= 0 || since(t0) < o.time_limit; };
   if (o.finetune > 0) {
-    while (t.updates_done() < t.config().updates && within_time()) {
+    std::int64_t stale = 0;  // updates in a row that found no faster plan
+    while (t.updates_done() < t.config().updates && within_time() && (o.patience <= 0 || stale < o.patience)) {
+      const double before = t.task(0).best_step_time;
       if (o.search_only)
         t.search_round();
       else
         t.update();
+      stale = t.task(0).best_step_time < before ? 0 : stale + 1;
     }
     rep.updates = t.updates_done();
+    rep.patience_stop = o.patience > 0 && stale >= o.patience && rep.updates < t.config().updates;
     rep.finetuned_step_time = std::min(best_t, t.task(0).best_step_time);
     if (t.task(0).best_step_time < best_t) {
       best_t = t.task(0).best_step_time;
@@ -219,6 +224,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       o.finetune_samples = finetune_samples;
       o.seed = po.seed;
       o.time_limit = po.time_limit;
+      o.patience = po.patience;
       o.from_scratch = kind == Kind::one;
       o.search_only = kind == Kind::search;
       if (!po.anchor_ties.empty()) o.anchor_ties = po.anchor_ties;
@@ -257,6 +263,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
           out.note += o.finetune == 0 ? "none asked (finetune 0)" : "none ran (the time limit was spent before the first)";
         else
           out.note += ms(rep.finetuned_step_time);
+        if (rep.patience_stop)
+          out.note += " (stopped: " + std::to_string(po.patience) + " updates in a row found no faster plan)";
         if (std::isfinite(rep.relabelled_step_time))
           out.note += "; devices relabelled: " + ms(rep.relabelled_step_time);
         out.note += "; ";
@@ -268,11 +276,11 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   PlaceMethod go{"go",
                  "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " +
                      std::to_string(finetune_samples) + " samples, each followed by critical-path moves "
-                     "(--policy, --finetune, --time-limit)",
+                     "(--policy, --finetune, --time-limit, --patience)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   go.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::policy,
-              PlaceOption::finetune, PlaceOption::anchor};
+              PlaceOption::finetune, PlaceOption::anchor, PlaceOption::patience};
   register_place_method(go);
   PlaceMethod zs{
       "go-zero-shot",
@@ -295,7 +303,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                      run(Kind::search)};
   search.decides_fusion = true;
   search.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::finetune,
-                  PlaceOption::anchor};
+                  PlaceOption::anchor, PlaceOption::patience};
   register_place_method(search);
   PlaceMethod bh{
       "best-heuristic",

@@ -50,6 +50,9 @@ struct PlaceOptions {
   // anneal, anchor-search, go, go-one: wall-clock seconds of the whole optimization (0: no limit; go-one then
   // trains for as many updates as go), so that methods can be compared at equal time.
   double time_limit = 0;
+  // anchor-search, go, go-one: fine-tuning stops after this many updates (rounds) in a row that
+  // found no faster plan (0: never; the updates asked, or the time limit, end it).
+  std::int64_t patience = 0;
   // best-heuristic, anneal-anchor, anchor-search and the go methods: the orders of one priority level's ops GO's
   // anchor tries (go/rl/config.hpp kAnchorTieOrders; "" = kAnchorTies, its default).
   std::string anchor_ties;

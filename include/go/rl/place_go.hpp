@@ -70,6 +70,7 @@ struct GoPlaceReport {
   std::string faster;                    // the anchor's candidate of another tie order, when faster
   double faster_step_time = kNoTime;     // (Anchor::faster; "" and kNoTime when there is none)
   std::int64_t updates = 0;
+  bool patience_stop = false;  // fine-tuning ended by GoPlaceOptions::patience
   // Every simulation made, in order (go/baselines/best_trace.hpp): the anchor's candidates, the
   // reward reference's, the zero-shot plans (the greedy one only where it is not the anchor, whose
   // simulation it takes), the fine-tuning samples. Its best is the answer's step time, its seconds
@@ -139,6 +140,7 @@ struct GoPlaceOptions {
   int samples = 16;            // zero-shot samples
   int finetune_samples = kFinetuneSamples;  // samples per fine-tuning update
   std::uint64_t seed = 0;
+  std::int64_t patience = 0;   // > 0: no update starts after this many in a row found no faster plan
   double time_limit = 0;       // > 0: no update starts once the whole call (anchor and zero-shot
                                // included) has run this many seconds
   bool from_scratch = false;   // go-one: a fresh network of the policy file's architecture (its
