@@ -77,11 +77,18 @@ class Variable {
     node_->requires_grad = requires_grad;
   }
 
-  // The result of an op. The graph edge is recorded only when it is needed.
-  static Variable make(Tensor value, std::vector<Variable> inputs, BackwardFn backward) {
+  // Whether make() records an op on these inputs: gradients are enabled and one of them needs one.
+  // (An op whose forward keeps something for its backward only asks this first.)
+  template <class Inputs>
+  static bool records(const Inputs& inputs) {
     bool needs = false;
     if (grad_enabled())
       for (const auto& in : inputs) needs = needs || in.requires_grad();
+    return needs;
+  }
+  // The result of an op. The graph edge is recorded only when it is needed.
+  static Variable make(Tensor value, std::vector<Variable> inputs, BackwardFn backward) {
+    const bool needs = records(inputs);
     Variable out(std::move(value), needs);
     if (needs) {
       out.node_->inputs = std::move(inputs);

@@ -96,8 +96,7 @@ inline Variable clipped_surrogate(const std::array<Variable, 3>& log_softmax, co
   const std::array<const float*, 3> ls{log_softmax[0].value().f32(), log_softmax[1].value().f32(),
                                        log_softmax[2].value().f32()};
   const auto K = static_cast<std::int64_t>(dec.size());
-  bool record = false;  // whether the op is recorded (Variable::make's rule): then the backward reads ratio
-  for (const Variable& v : log_softmax) record = record || (grad_enabled() && v.requires_grad());
+  const bool record = Variable::records(log_softmax);  // then the backward reads ratio
   std::vector<SurrogateStats> st(dec.size());
   std::vector<float> plan_slope(dec.size());  // plan: d (min(R A, clamp(R) A)) / d (sum_i lp_ki)
   // node: r_ki at [k * n + i], kept for the backward (one exp per decision and row in all)

@@ -61,11 +61,8 @@ inline double valid_op_floor(const Op& o, const DeviceSpec& spec, CostSource src
   const FusionClass c = fusion_class(o);
   if (c == FusionClass::source || c == FusionClass::alone || (c == FusionClass::library && o.role != OpRole::forward))
     return op_time(o, spec, src);
-  if (c == FusionClass::library) {
-    if (src == CostSource::measured && o.has_time()) return o.time;
-    const double eff = spec.compute_efficiency[op_kind_index(o.kind)];
-    return spec.launch_overhead + o.flops / (spec.peak_flops * (eff > 0 ? eff : 1.0));
-  }
+  if (c == FusionClass::library)  // measured: its whole time; roofline: its group's launch + its FLOPs
+    return src == CostSource::measured && o.has_time() ? o.time : spec.launch_overhead + fused_op_floor(o, spec, src);
   return fused_op_floor(o, spec, src);
 }
 
