@@ -685,6 +685,8 @@ arrays do not have one entry per op raises gopt.Error.)doc");
     d["valid_plan"] = b.valid * 1e3;
     d["valid_plan_path"] = b.valid_path * 1e3;
     d["valid_plan_work"] = b.valid_work * 1e3;
+    d["valid_plan_compute"] = b.valid_compute * 1e3;
+    d["valid_plan_traffic"] = b.valid_traffic * 1e3;
     d["any_plan"] = b.fused * 1e3;
     d["unfused"] = b.unfused * 1e3;
     d["any_plan_path"] = b.fused_path * 1e3;
@@ -697,8 +699,10 @@ Lower bounds (ms) on the simulated step time of every plan of the graph on the c
 simulate --json's lower_bound_ms (go/sim/bound.hpp): "valid_plan" holds for every plan whose fusion
 groups keep go's fusion rules (the plans gopt.simulate runs with check_fusion_rules, the default),
 "any_plan" for every placement, priorities and fusion, "unfused" for plans without fusion; each is
-the larger of its longest path ("_path") and its total work / devices ("_work"). Transfers and
-memory are left out.)doc");
+the larger of its longest path ("_path") and its total work / devices ("_work"). "valid_plan" is
+the larger of two such bounds: "valid_plan_compute" (each op's FLOPs, or its whole time where the
+rules keep it alone) and "valid_plan_traffic" (the bytes the rules force a loop op to move; 0 on a
+graph with measured op times and cost "measured"). Transfers and memory are left out.)doc");
 }
 
 }  // namespace

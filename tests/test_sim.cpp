@@ -417,6 +417,40 @@ TEST_CASE("step-time lower bounds: hand-computed, met by the plans that reach th
     go::Simulator sim(h, test_cluster(1));
     CHECK(sim.simulate(go::Plan{}).step_time >= b.valid);
   }
+  SECTION("valid plans: the traffic the rules force between gradient kernels") {
+    // x -> g1 -> dropout -> g2, g1 and g2 matmuls of the backward pass (never fused), all roofline:
+    // whatever the plan, the dropout reads g1's 2 MB and writes the 1 MB g2 reads (3 ms at 1 GB/s)
+    go::GraphBuilder m;
+    auto add = [&](const std::string& name, go::OpKind kind, go::OpRole role, double flops, std::int64_t bytes,
+                   std::vector<go::TensorRef> ins) {
+      go::OpSpec s;
+      s.name = name;
+      s.kind = kind;
+      s.role = role;
+      s.flops = flops;
+      go::TensorSpec out;
+      out.shape_known = false;
+      out.bytes = bytes;
+      s.outputs.push_back(out);
+      s.inputs = std::move(ins);
+      return m.add_op(std::move(s));
+    };
+    add("x", go::OpKind::input, go::OpRole::forward, 0, 1000, {});
+    add("g1", go::OpKind::matmul, go::OpRole::backward, 1e9, 2000000, {{0, 0}});
+    add("drop", go::OpKind::dropout, go::OpRole::backward, 0, 1000000, {{1, 0}});
+    add("g2", go::OpKind::matmul, go::OpRole::backward, 1e9, 1000, {{2, 0}});
+    const go::OpGraph h = m.build();
+    const double g1 = 1e-5 + 2001000 / 1e9, g2 = 1e-5 + 1001000 / 1e9, drop = 3000000 / 1e9;
+    const go::StepTimeBound b = go::step_time_lower_bound(h, test_cluster(2));
+    CHECK(b.valid_compute == Approx(g1 + g2));  // the dropout's FLOPs: none
+    CHECK(b.valid_traffic == Approx(g1 + drop + g2));
+    CHECK(b.valid == Approx(g1 + drop + g2));
+    CHECK(b.valid_path == Approx(g1 + drop + g2));
+    go::Simulator sim(h, test_cluster(2));
+    // the chain on one device meets it but for the dropout's launch; across devices it only adds
+    CHECK(sim.simulate(go::Plan{}).step_time == Approx(b.valid + 1e-5));
+    CHECK(sim.simulate(placed({0, 0, 1, 1})).step_time > b.valid + 1e-5);
+  }
   SECTION("empty graph, measured ops") {
     CHECK(go::step_time_lower_bound(go::OpGraph{}, test_cluster(2)).fused == 0);
     Tiny m;
@@ -427,6 +461,7 @@ TEST_CASE("step-time lower bounds: hand-computed, met by the plans that reach th
     CHECK(b.unfused == Approx(3e-3));
     CHECK(b.fused == Approx(2e-3 - 1e-5));
     CHECK(b.valid == Approx(2e-3));  // within the rules the conv's group takes its whole measured time
+    CHECK(b.valid_traffic == 0);     // measured ops: the traffic floors do not apply
     CHECK(go::step_time_lower_bound(m.build(), test_cluster(1), go::CostSource::roofline).unfused < 1e-4);
   }
 }

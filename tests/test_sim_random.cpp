@@ -316,6 +316,18 @@ RefResult reference(const go::OpGraph& g, const go::Cluster& c, const go::Plan& 
 // tie-breaking), parameters and scratch.
 // `training`: also kinds the fusion rules treat apart (update, gather, reduce, max_pool) and ops of
 // the backward pass (a third of them).
+// Adds 0-2 outputs of up to 20 MB to s (one most of the time); returns how many.
+int random_outputs(std::mt19937& rng, go::OpSpec& s) {
+  const int outs = rng() % 5 == 0 ? 2 : (rng() % 12 == 0 ? 0 : 1);
+  for (int k = 0; k < outs; ++k) {
+    go::TensorSpec t;
+    t.shape_known = false;
+    t.bytes = static_cast<std::int64_t>(rng() % 20000000);
+    s.outputs.push_back(t);
+  }
+  return outs;
+}
+
 go::OpGraph random_graph(std::mt19937& rng, int n, bool free_ops, bool training = false) {
   std::uniform_real_distribution<double> u01(0, 1);
   go::GraphBuilder b;
@@ -333,14 +345,7 @@ go::OpGraph random_graph(std::mt19937& rng, int n, bool free_ops, bool training 
     else s.flops = 1e8 + 1e10 * u01(rng);
     if (rng() % 3 == 0) s.param_bytes = static_cast<std::int64_t>(rng() % 5000000);
     if (rng() % 4 == 0) s.temp_bytes = static_cast<std::int64_t>(rng() % 1000000);
-    const int outs = rng() % 5 == 0 ? 2 : (rng() % 12 == 0 ? 0 : 1);
-    for (int k = 0; k < outs; ++k) {
-      go::TensorSpec t;
-      t.shape_known = false;
-      t.bytes = static_cast<std::int64_t>(rng() % 20000000);
-      s.outputs.push_back(t);
-    }
-    nout.push_back(outs);
+    nout.push_back(random_outputs(rng, s));
     if (i > 0) {
       const int fan = static_cast<int>(rng() % 4);
       for (int k = 0; k < fan; ++k) {
@@ -551,6 +556,45 @@ TEST_CASE("random DAGs and plans: simulator == reference, invariants hold", "[si
   CHECK(total == 9000);
 }
 
+// A random plan within the fusion rules on nd devices: random devices, priorities half of the time,
+// and by `kind` unfused (0), fused by the XLA-like heuristic (1) or along random edges (2).
+go::Plan random_rules_plan(std::mt19937& rng, const go::OpGraph& g, int nd, const go::FusionEdges& edges, int kind) {
+  go::Plan p;
+  p.device.resize(static_cast<std::size_t>(g.num_ops()));
+  for (auto& d : p.device) d = static_cast<std::int32_t>(rng() % static_cast<unsigned>(nd));
+  if (rng() % 2 == 0) {
+    p.priority.resize(static_cast<std::size_t>(g.num_ops()));
+    for (auto& x : p.priority) x = static_cast<float>(rng() % 1000);
+  }
+  if (kind == 1) {
+    edges.apply(g, p, nullptr);
+  } else if (kind == 2) {
+    std::vector<std::uint8_t> flags(static_cast<std::size_t>(edges.size()));
+    for (auto& f : flags) f = rng() % 2 == 0 ? 1 : 0;
+    edges.apply(g, p, &flags);
+  }
+  return p;
+}
+
+// Simulates three random plans within the rules (unfused, XLA-like, random edges; random devices and
+// priorities) and checks that none runs faster than `bound`. Returns how many had fusion groups.
+int check_rules_plans_above(std::mt19937& rng, const go::OpGraph& g, const go::Cluster& c, const go::SimOptions& so,
+                            double bound) {
+  go::Simulator sim(g, c, so);
+  const go::FusionEdges edges(g);
+  int fused = 0;
+  for (int kind = 0; kind < 3; ++kind) {
+    const go::Plan p = random_rules_plan(rng, g, c.num_devices(), edges, kind);
+    INFO("plan kind " << kind);
+    REQUIRE(go::check_plan(g, p, c.num_devices()) == "");
+    const go::SimResult& r = sim.simulate(p);
+    REQUIRE(r.valid);
+    CHECK(r.step_time >= bound * (1 - 1e-12));
+    fused += p.fusion.empty() ? 0 : 1;
+  }
+  return fused;
+}
+
 TEST_CASE("the bound for valid plans holds for every plan within the fusion rules", "[sim][random][bound]") {
   // Random DAGs with forward and backward ops of the kinds the rules treat apart (library kernels,
   // alone ops, loop and reduction ops; measured or roofline), on random heterogeneous clusters,
@@ -568,35 +612,78 @@ TEST_CASE("the bound for valid plans holds for every plan within the fusion rule
     CHECK(lb.fused <= lb.valid * (1 + 1e-12));
     CHECK(lb.valid <= lb.unfused * (1 + 1e-12));
     tighter += lb.valid > lb.fused * (1 + 1e-9) ? 1 : 0;
-    go::Simulator sim(g, c);
-    const go::FusionEdges edges(g);
-    for (int rep = 0; rep < 3; ++rep) {
-      go::Plan p;
-      p.device.resize(static_cast<std::size_t>(n));
-      for (auto& d : p.device) d = static_cast<std::int32_t>(rng() % static_cast<unsigned>(nd));
-      if (rng() % 2 == 0) {
-        p.priority.resize(static_cast<std::size_t>(n));
-        for (auto& x : p.priority) x = static_cast<float>(rng() % 1000);
-      }
-      if (rep == 1) {
-        edges.apply(g, p, nullptr);
-      } else if (rep == 2) {
-        std::vector<std::uint8_t> flags(static_cast<std::size_t>(edges.size()));
-        for (auto& f : flags) f = rng() % 2 == 0 ? 1 : 0;
-        edges.apply(g, p, &flags);
-      }
-      INFO("iter " << iter << " rep " << rep << " n " << n << " devices " << nd);
-      REQUIRE(go::check_plan(g, p, nd) == "");
-      const go::SimResult& r = sim.simulate(p);
-      REQUIRE(r.valid);
-      CHECK(r.step_time >= lb.valid * (1 - 1e-12));
-      ++checked;
-      fused += p.fusion.empty() ? 0 : 1;
-    }
+    INFO("iter " << iter << " n " << n << " devices " << nd);
+    fused += check_rules_plans_above(rng, g, c, {}, lb.valid);
+    checked += 3;
   }
   CHECK(checked == 4500);
   CHECK(fused > 1000);
   CHECK(tighter > 1000);  // the rules raise the bound on most of these graphs
+}
+
+TEST_CASE("the traffic floors of the valid bound hold on graphs costed by the roofline", "[sim][random][bound]") {
+  // Random DAGs of every op kind (sources first, tensors read by several ops, parameters, ops of no
+  // FLOPs), roofline-costed: without measured times, or with them and the bound and the simulator
+  // both told to ignore them (CostSource::roofline). Clusters of random bandwidth and memory
+  // efficiencies (some above 1: a lone op streams faster than a group). Plans unfused, XLA-like,
+  // or fused along random edges; none may simulate below the traffic floors' bound, which must
+  // be the larger bound on many of these graphs (it is what they test).
+  std::mt19937 rng(4242);
+  std::uniform_real_distribution<double> u01(0, 1);
+  int checked = 0, raised = 0;
+  for (int iter = 0; iter < 1200; ++iter) {
+    const int n = 2 + static_cast<int>(rng() % 40), nd = 1 + static_cast<int>(rng() % 4);
+    const bool ignore_times = iter % 3 == 2;
+    go::GraphBuilder b;
+    std::vector<int> nout;
+    for (int i = 0; i < n; ++i) {
+      go::OpSpec s;
+      s.name = "op" + std::to_string(i);
+      // every kind, and the rules' classes evenly: library kernels, epilogue and other loop ops,
+      // reductions, alone ops
+      const go::OpKind picks[] = {go::OpKind::matmul, go::OpKind::conv,    go::OpKind::relu,   go::OpKind::add,
+                                  go::OpKind::dropout, go::OpKind::softmax, go::OpKind::concat, go::OpKind::reduce,
+                                  go::OpKind::update};
+      s.kind = i < 2                ? go::OpKind::input
+               : rng() % 3 == 0     ? static_cast<go::OpKind>(2 + rng() % (go::kNumOpKinds - 2))
+                                    : picks[rng() % std::size(picks)];
+      if (rng() % 3 == 0) s.role = go::OpRole::backward;
+      // a library kernel's FLOPs against its bytes as a matmul's, a loop op's as elementwise math's
+      const bool library = s.kind == go::OpKind::matmul || s.kind == go::OpKind::conv;
+      if (rng() % 4 != 0) s.flops = (library ? 1e8 : 1e4) * (1 + 100 * u01(rng));
+      if (ignore_times && rng() % 2 == 0) s.time = 1e-6 + 1e-4 * u01(rng);
+      if (rng() % 4 == 0) s.param_bytes = static_cast<std::int64_t>(rng() % 5000000);
+      nout.push_back(random_outputs(rng, s));
+      if (i >= 2) {
+        const int fan = 1 + static_cast<int>(rng() % 3);
+        for (int k = 0; k < fan; ++k) {
+          // half of the reads from the first ops: tensors with several readers
+          const int src = rng() % 2 == 0 ? static_cast<int>(rng() % 3) % i : static_cast<int>(rng() % static_cast<unsigned>(i));
+          if (nout[static_cast<std::size_t>(src)] == 0) continue;
+          s.inputs.push_back({src, static_cast<std::int32_t>(rng() % static_cast<unsigned>(nout[static_cast<std::size_t>(src)]))});
+        }
+      }
+      b.add_op(std::move(s));
+    }
+    const go::OpGraph g = b.build();
+    go::Cluster c = random_cluster(rng, nd, false);
+    for (auto& d : c.devices) {
+      d.spec.bandwidth_efficiency = 0.3 + 0.7 * u01(rng);
+      for (auto& e : d.spec.memory_efficiency) e = rng() % 3 == 0 ? 1.0 + u01(rng) : 0.2 + 0.8 * u01(rng);
+    }
+    const go::CostSource src = ignore_times ? go::CostSource::roofline : go::CostSource::measured;
+    const go::StepTimeBound lb = go::step_time_lower_bound(g, c, src);
+    CHECK(lb.valid == std::max(lb.valid_traffic, lb.valid_compute));
+    CHECK(lb.valid <= lb.unfused * (1 + 1e-12));
+    go::SimOptions so;
+    so.cost = src;
+    INFO("iter " << iter << " n " << n << " devices " << nd);
+    check_rules_plans_above(rng, g, c, so, lb.valid_traffic);
+    checked += 3;
+    raised += lb.valid_traffic > lb.valid_compute * (1 + 1e-9) ? 1 : 0;
+  }
+  CHECK(checked == 3600);
+  CHECK(raised > 300);
 }
 
 TEST_CASE("prefetching changes no result", "[sim][random]") {

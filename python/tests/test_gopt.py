@@ -396,6 +396,7 @@ class Simulate(unittest.TestCase):
         self.assertLessEqual(b["any_plan"], b["valid_plan"])
         self.assertLessEqual(b["valid_plan"], b["unfused"])
         self.assertEqual(b["valid_plan"], max(b["valid_plan_path"], b["valid_plan_work"]))
+        self.assertEqual(b["valid_plan"], max(b["valid_plan_compute"], b["valid_plan_traffic"]))
         for m in ("human", "m-etf"):
             self.assertGreaterEqual(gopt.place(g, "v100x2", m, fusion="xla").step_time_ms, b["valid_plan"])
         with self.assertRaisesRegex(gopt.Error, "unknown cost source"):

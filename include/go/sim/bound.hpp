@@ -22,6 +22,21 @@
 //            measured time (a roofline one: one launch + its FLOPs / (peak * efficiency)) plus the
 //            other members' floors. It bounds every plan the simulator runs with its fusion rules
 //            checked (SimOptions::check_fusion_rules, the default): those are the valid plans.
+//            On a graph costed by the roofline alone (no measured times, or CostSource::roofline),
+//            the valid bound is also at least the same max over a second set of floors, built from
+//            the traffic the rules force: a tensor whose producer and reader can never share a
+//            group (fusion_pair_possible: e.g. a matmul gradient and the dropout mask applied to
+//            it, a reduction and its reader, a weight and the op reading it) is read from device
+//            memory by every group holding such a reader, and written by its producer's; a group
+//            without a library kernel takes at least its external bytes / (bandwidth * bandwidth
+//            efficiency), a group with one at least its launch + its FLOP time. So a loop op's
+//            floor is those bytes (a read shared by k such readers: 1/k each, one group reading
+//            it once; its parameters; outputs nobody reads), at that rate, and where it is an
+//            epilogue kind, which may sit in a library kernel's group, the smaller of that and its
+//            FLOP time; library, alone and backward library ops keep their floors above. Every
+//            group then costs at least the sum of its members' floors (a lone op too: its own
+//            bytes at its kind's rate, never below that of the bandwidth). On GNMT and
+//            Transformer-XL's training graphs the loop ops between gradient kernels are this.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -44,6 +59,8 @@ struct StepTimeBound {
   double fused_work = 0;
   double valid_path = 0;
   double valid_work = 0;
+  double valid_compute = 0;  // the valid bound from the first floors alone
+  double valid_traffic = 0;  // from the traffic floors (0 on a graph with measured times); valid is the larger
 };
 
 // What op `o` adds at least to the time of any unit it runs in on `spec` (the fused floor above).
@@ -66,23 +83,74 @@ inline double valid_op_floor(const Op& o, const DeviceSpec& spec, CostSource src
   return fused_op_floor(o, spec, src);
 }
 
+// Per op, the bytes the fusion rules make it move in every valid plan (the valid bound's second
+// floors above): reads of tensors from producers it can never share a group with (a share of
+// those shared by several such readers), writes of tensors some reader of which can never share
+// its group or that nobody reads, and its parameters.
+inline std::vector<double> forced_bytes(const OpGraph& g) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  std::vector<double> bytes(n, 0.0);
+  std::vector<std::int32_t> readers(g.tensors().size(), 0), apart(g.tensors().size(), 0);
+  auto distinct_inputs = [&](OpId v, auto&& f) {  // each tensor v reads, once
+    const auto ins = g.inputs(v);
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (std::find(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(k), ins[k]) == ins.begin() + static_cast<std::ptrdiff_t>(k))
+        f(ins[k]);
+  };
+  auto never_with_producer = [&](OpId v, TensorId t) {
+    const OpId p = g.tensor(t).producer;
+    return p < 0 || !fusion_pair_possible(g, v, p);
+  };
+  for (OpId v = 0; v < g.num_ops(); ++v)
+    distinct_inputs(v, [&](TensorId t) {
+      ++readers[static_cast<std::size_t>(t)];
+      if (never_with_producer(v, t)) ++apart[static_cast<std::size_t>(t)];
+    });
+  for (OpId v = 0; v < g.num_ops(); ++v) {
+    double& b = bytes[static_cast<std::size_t>(v)];
+    b += static_cast<double>(g.op(v).param_bytes);
+    distinct_inputs(v, [&](TensorId t) {
+      if (never_with_producer(v, t))
+        b += static_cast<double>(g.tensor(t).bytes) / static_cast<double>(apart[static_cast<std::size_t>(t)]);
+    });
+    for (const TensorInfo& t : g.outputs(v)) {
+      const auto ti = static_cast<std::size_t>(&t - g.tensors().data());
+      if (readers[ti] == 0 || apart[ti] > 0) b += static_cast<double>(t.bytes);
+    }
+  }
+  return bytes;
+}
+
 inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, CostSource src = CostSource::measured) {
   StepTimeBound b;
   const auto n = static_cast<std::size_t>(g.num_ops());
   if (n == 0 || c.num_devices() == 0) return b;
-  std::vector<double> unfused(n), fused(n), valid(n);
+  // the traffic floors hold where every group streams at the bandwidth: no measured member sets its rate
+  const bool traffic = src == CostSource::roofline || !has_measured_times(g);
+  const std::vector<double> forced = traffic ? forced_bytes(g) : std::vector<double>{};
+  std::vector<double> unfused(n), fused(n), valid(n), moved(traffic ? n : 0);
   for (const Op& o : g.ops()) {
     const auto i = static_cast<std::size_t>(o.id);
     for (std::int32_t d = 0; d < c.num_devices(); ++d) {
-      const double u = op_time(o, c.spec(d), src), f = fused_op_floor(o, c.spec(d), src),
-                   v = valid_op_floor(o, c.spec(d), src);
+      const DeviceSpec& spec = c.spec(d);
+      const double u = op_time(o, spec, src), f = fused_op_floor(o, spec, src), v = valid_op_floor(o, spec, src);
       unfused[i] = d == 0 ? u : std::min(unfused[i], u);
       fused[i] = d == 0 ? f : std::min(fused[i], f);
       valid[i] = d == 0 ? v : std::min(valid[i], v);
+      if (!traffic) continue;
+      double m = v;
+      if (const FusionClass k = fusion_class(o); !is_free_op(o.kind) && (k == FusionClass::loop || k == FusionClass::reduction)) {
+        const double rate = spec.mem_bandwidth * spec.bandwidth_efficiency *
+                            std::max(1.0, spec.memory_efficiency[op_kind_index(o.kind)]);
+        m = forced[i] / rate;
+        if (fusion_epilogue_kind(o.kind)) m = std::min(m, f);
+      }
+      moved[i] = d == 0 ? m : std::min(moved[i], m);
     }
   }
-  double su = 0, sf = 0, sv = 0;
+  double su = 0, sf = 0, sv = 0, sm = 0;
   for (std::size_t i = 0; i < n; ++i) su += unfused[i], sf += fused[i], sv += valid[i];
+  for (double m : moved) sm += m;
   const double nd = static_cast<double>(c.num_devices());
   b.unfused_path = critical_path(g, unfused).time;
   b.fused_path = critical_path(g, fused).time;
@@ -92,7 +160,16 @@ inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, C
   b.valid_work = sv / nd;
   b.unfused = std::max(b.unfused_path, b.unfused_work);
   b.fused = std::max(b.fused_path, b.fused_work);
-  b.valid = std::max(b.valid_path, b.valid_work);
+  b.valid = b.valid_compute = std::max(b.valid_path, b.valid_work);
+  if (traffic) {  // the traffic floors' bound, where it is the larger
+    const double path = critical_path(g, moved).time, work = sm / nd;
+    b.valid_traffic = std::max(path, work);
+    if (b.valid_traffic > b.valid) {
+      b.valid_path = path;
+      b.valid_work = work;
+      b.valid = std::max(path, work);
+    }
+  }
   return b;
 }
 
