@@ -39,6 +39,8 @@
 //            Transformer-XL's training graphs the loop ops between gradient kernels are this.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "go/graph/cost.hpp"
@@ -121,6 +123,48 @@ inline std::vector<double> forced_bytes(const OpGraph& g) {
   return bytes;
 }
 
+// The longest path over per-op floors, with a launch for each kernel of its own that the fusion
+// rules make the path run (the valid bounds' path term). A path's ops between two ops that no
+// group holds (sources, alone ops, backward library kernels) or a forward library kernel share no
+// group with the ops beyond them (groups are convex and hold no such op, or only that kernel), and
+// a loop op that no library kernel's group may hold (a roofline loop or reduction op of a
+// non-epilogue kind: rule 3c) runs in a loop kernel, one launch; so each stretch of the path
+// between such ops that holds one of those loop ops runs at least one launch its floors do not
+// count (a library kernel's floor holds its own). `loop_kernel[v]`: v is such a loop op;
+// `apart[v]`: no group holds v; `library[v]`: v is a forward library kernel.
+inline double path_with_loop_launches(const OpGraph& g, std::span<const double> floors,
+                                      const std::vector<std::uint8_t>& loop_kernel,
+                                      const std::vector<std::uint8_t>& apart, const std::vector<std::uint8_t>& library,
+                                      double launch) {
+  const auto n = static_cast<std::size_t>(g.num_ops());
+  // per op, the longest path ending there with its stretch (0) not yet in a loop kernel, (1) in one,
+  // (2) just after a library kernel (its epilogue ops may be in that kernel)
+  constexpr double kNone = -1.0;
+  std::vector<double> best(3 * n, kNone);
+  double longest = 0;
+  for (OpId v : g.topo_order()) {
+    const auto i = static_cast<std::size_t>(v);
+    double in[3] = {kNone, kNone, kNone};
+    if (g.pred(v).empty()) in[0] = 0;
+    for (OpId u : g.pred(v))
+      for (int s = 0; s < 3; ++s) in[s] = std::max(in[s], best[3 * static_cast<std::size_t>(u) + static_cast<std::size_t>(s)]);
+    for (int s = 0; s < 3; ++s) {
+      if (in[s] < 0) continue;
+      int out = s;
+      double t = in[s] + floors[i];
+      if (apart[i]) out = 0;
+      else if (library[i]) out = 2;
+      else if (loop_kernel[i]) {
+        if (s != 1) t += launch;
+        out = 1;
+      }
+      best[3 * i + static_cast<std::size_t>(out)] = std::max(best[3 * i + static_cast<std::size_t>(out)], t);
+      longest = std::max(longest, t);
+    }
+  }
+  return longest;
+}
+
 inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, CostSource src = CostSource::measured) {
   StepTimeBound b;
   const auto n = static_cast<std::size_t>(g.num_ops());
@@ -152,9 +196,21 @@ inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, C
   for (std::size_t i = 0; i < n; ++i) su += unfused[i], sf += fused[i], sv += valid[i];
   for (double m : moved) sm += m;
   const double nd = static_cast<double>(c.num_devices());
+  // the ops that split a path's stretches, and the loop ops that run in loop kernels of their own
+  std::vector<std::uint8_t> loop_kernel(n, 0), apart(n, 0), library(n, 0);
+  double launch = c.spec(0).launch_overhead;
+  for (std::int32_t d = 1; d < c.num_devices(); ++d) launch = std::min(launch, c.spec(d).launch_overhead);
+  for (const Op& o : g.ops()) {
+    const auto i = static_cast<std::size_t>(o.id);
+    const FusionClass k = fusion_class(o);
+    apart[i] = k == FusionClass::source || k == FusionClass::alone || (k == FusionClass::library && o.role != OpRole::forward);
+    library[i] = k == FusionClass::library && o.role == OpRole::forward;
+    loop_kernel[i] = (k == FusionClass::loop || k == FusionClass::reduction) && !fusion_epilogue_kind(o.kind) &&
+                     !is_free_op(o.kind) && !(src == CostSource::measured && o.has_time());
+  }
   b.unfused_path = critical_path(g, unfused).time;
   b.fused_path = critical_path(g, fused).time;
-  b.valid_path = critical_path(g, valid).time;
+  b.valid_path = path_with_loop_launches(g, valid, loop_kernel, apart, library, launch);
   b.unfused_work = su / nd;
   b.fused_work = sf / nd;
   b.valid_work = sv / nd;
@@ -162,7 +218,7 @@ inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, C
   b.fused = std::max(b.fused_path, b.fused_work);
   b.valid = b.valid_compute = std::max(b.valid_path, b.valid_work);
   if (traffic) {  // the traffic floors' bound, where it is the larger
-    const double path = critical_path(g, moved).time, work = sm / nd;
+    const double path = path_with_loop_launches(g, moved, loop_kernel, apart, library, launch), work = sm / nd;
     b.valid_traffic = std::max(path, work);
     if (b.valid_traffic > b.valid) {
       b.valid_path = path;
