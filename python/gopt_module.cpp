@@ -702,7 +702,8 @@ groups keep go's fusion rules (the plans gopt.simulate runs with check_fusion_ru
 the larger of its longest path ("_path") and its total work / devices ("_work"). "valid_plan" is
 the larger of two such bounds: "valid_plan_compute" (each op's FLOPs, or its whole time where the
 rules keep it alone) and "valid_plan_traffic" (the bytes the rules force a loop op to move; 0 on a
-graph with measured op times and cost "measured"). Transfers and memory are left out.)doc");
+graph with measured op times and cost "measured"), their paths with the launches of the loop
+kernels the rules force. Transfers and memory are left out.)doc");
 }
 
 }  // namespace
