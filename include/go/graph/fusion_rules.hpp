@@ -97,6 +97,14 @@ constexpr bool fusion_epilogue_kind(OpKind k) {
   }
 }
 
+// Ops that no legal group of two or more holds (rules 1 and 3a): sources, alone ops and the library
+// kernels of the backward pass. They run as units of their own.
+constexpr bool fusion_never_grouped(OpKind k, OpRole role) {
+  const FusionClass c = fusion_class(k, role);
+  return c == FusionClass::source || c == FusionClass::alone || (c == FusionClass::library && role != OpRole::forward);
+}
+inline bool fusion_never_grouped(const Op& o) { return fusion_never_grouped(o.kind, o.role); }
+
 // What the rules read about one op, in a byte (the simulator keeps one per op, so checking a
 // plan's groups touches a small array instead of the ops): its class, whether its kind may be an
 // epilogue, whether it is a forward op.

@@ -77,10 +77,8 @@ inline double fused_op_floor(const Op& o, const DeviceSpec& spec, CostSource src
 // The same, under the fusion rules (the valid floor above).
 inline double valid_op_floor(const Op& o, const DeviceSpec& spec, CostSource src = CostSource::measured) {
   if (is_free_op(o.kind)) return 0.0;
-  const FusionClass c = fusion_class(o);
-  if (c == FusionClass::source || c == FusionClass::alone || (c == FusionClass::library && o.role != OpRole::forward))
-    return op_time(o, spec, src);
-  if (c == FusionClass::library)  // measured: its whole time; roofline: its group's launch + its FLOPs
+  if (fusion_never_grouped(o)) return op_time(o, spec, src);
+  if (fusion_class(o) == FusionClass::library)  // measured: its whole time; roofline: its group's launch + its FLOPs
     return src == CostSource::measured && o.has_time() ? o.time : spec.launch_overhead + fused_op_floor(o, spec, src);
   return fused_op_floor(o, spec, src);
 }
@@ -115,9 +113,10 @@ inline std::vector<double> forced_bytes(const OpGraph& g) {
       if (never_with_producer(v, t))
         b += static_cast<double>(g.tensor(t).bytes) / static_cast<double>(apart[static_cast<std::size_t>(t)]);
     });
-    for (const TensorInfo& t : g.outputs(v)) {
-      const auto ti = static_cast<std::size_t>(&t - g.tensors().data());
-      if (readers[ti] == 0 || apart[ti] > 0) b += static_cast<double>(t.bytes);
+    const Op& o = g.op(v);
+    for (TensorId t = o.first_output; t < o.first_output + o.num_outputs; ++t) {
+      const auto ti = static_cast<std::size_t>(t);
+      if (readers[ti] == 0 || apart[ti] > 0) b += static_cast<double>(g.tensor(t).bytes);
     }
   }
   return bytes;
@@ -131,10 +130,10 @@ inline std::vector<double> forced_bytes(const OpGraph& g) {
 // non-epilogue kind: rule 3c) runs in a loop kernel, one launch; so each stretch of the path
 // between such ops that holds one of those loop ops runs at least one launch its floors do not
 // count (a library kernel's floor holds its own). `loop_kernel[v]`: v is such a loop op;
-// `apart[v]`: no group holds v; `library[v]`: v is a forward library kernel.
+// `alone[v]`: no group holds v (fusion_never_grouped); `library[v]`: v is a forward library kernel.
 inline double path_with_loop_launches(const OpGraph& g, std::span<const double> floors,
                                       const std::vector<std::uint8_t>& loop_kernel,
-                                      const std::vector<std::uint8_t>& apart, const std::vector<std::uint8_t>& library,
+                                      const std::vector<std::uint8_t>& alone, const std::vector<std::uint8_t>& library,
                                       double launch) {
   const auto n = static_cast<std::size_t>(g.num_ops());
   // per op, the longest path ending there with its stretch (0) not yet in a loop kernel, (1) in one,
@@ -152,7 +151,7 @@ inline double path_with_loop_launches(const OpGraph& g, std::span<const double> 
       if (in[s] < 0) continue;
       int out = s;
       double t = in[s] + floors[i];
-      if (apart[i]) out = 0;
+      if (alone[i]) out = 0;
       else if (library[i]) out = 2;
       else if (loop_kernel[i]) {
         if (s != 1) t += launch;
@@ -197,20 +196,20 @@ inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, C
   for (double m : moved) sm += m;
   const double nd = static_cast<double>(c.num_devices());
   // the ops that split a path's stretches, and the loop ops that run in loop kernels of their own
-  std::vector<std::uint8_t> loop_kernel(n, 0), apart(n, 0), library(n, 0);
+  std::vector<std::uint8_t> loop_kernel(n, 0), alone(n, 0), library(n, 0);
   double launch = c.spec(0).launch_overhead;
   for (std::int32_t d = 1; d < c.num_devices(); ++d) launch = std::min(launch, c.spec(d).launch_overhead);
   for (const Op& o : g.ops()) {
     const auto i = static_cast<std::size_t>(o.id);
     const FusionClass k = fusion_class(o);
-    apart[i] = k == FusionClass::source || k == FusionClass::alone || (k == FusionClass::library && o.role != OpRole::forward);
+    alone[i] = fusion_never_grouped(o);
     library[i] = k == FusionClass::library && o.role == OpRole::forward;
     loop_kernel[i] = (k == FusionClass::loop || k == FusionClass::reduction) && !fusion_epilogue_kind(o.kind) &&
                      !is_free_op(o.kind) && !(src == CostSource::measured && o.has_time());
   }
   b.unfused_path = critical_path(g, unfused).time;
   b.fused_path = critical_path(g, fused).time;
-  b.valid_path = path_with_loop_launches(g, valid, loop_kernel, apart, library, launch);
+  b.valid_path = path_with_loop_launches(g, valid, loop_kernel, alone, library, launch);
   b.unfused_work = su / nd;
   b.fused_work = sf / nd;
   b.valid_work = sv / nd;
@@ -218,7 +217,7 @@ inline StepTimeBound step_time_lower_bound(const OpGraph& g, const Cluster& c, C
   b.fused = std::max(b.fused_path, b.fused_work);
   b.valid = b.valid_compute = std::max(b.valid_path, b.valid_work);
   if (traffic) {  // the traffic floors' bound, where it is the larger
-    const double path = path_with_loop_launches(g, moved, loop_kernel, apart, library, launch), work = sm / nd;
+    const double path = path_with_loop_launches(g, moved, loop_kernel, alone, library, launch), work = sm / nd;
     b.valid_traffic = std::max(path, work);
     if (b.valid_traffic > b.valid) {
       b.valid_path = path;
