@@ -361,7 +361,7 @@ Optimizes the graph on the cluster with one method of gopt.methods() and simulat
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: the path of human's expert split or go-plan file (a gopt.Plan: plan.save(path, graph) first; also random's and anneal's human start, and the human placement of GO's anchor);
 policy: go/go-zero-shot's policy file (default gopt.default_policy()); finetune: go's PPO updates
-of 128 samples, each followed by 2 x 32 critical-path moves, and anchor-search's rounds (-1: budget / 193, the most simulations of one update); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
+of 128 samples, each followed by 2 x 32 critical-path moves (the first also by gather moves), and anchor-search's rounds (-1: budget / 193, the most simulations of one update); cost: "measured" or "roofline" (measured op times ignored, as gopt place --cost);
 time_limit: seconds of anneal, anneal-anchor, anchor-search, hdp, hdp-tuned, go, go-one and exact (0: none; exact then 60 s;
 exact's is CBC's limit, checked between its search steps, so a solve can end a step late);
 anchor_ties: best-heuristic, anneal-anchor, anchor-search and the go methods: the orders of one priority level's ops GO's

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "go/baselines/gather.hpp"
 #include "go/baselines/human.hpp"
 #include "go/baselines/memory_fit.hpp"
 #include "go/baselines/metis.hpp"
@@ -772,6 +773,76 @@ static go::OpGraph chain_of_100mb_ops() {
   for (int i = 0; i < 6; ++i)
     prev = t.op("op" + std::to_string(i), 1, 1000, prev < 0 ? std::vector<go::OpId>{} : std::vector<go::OpId>{prev}, 100'000'000);
   return t.build();
+}
+
+// Four producers of 100 MB on device 1 (and, in the second plan, one of them on device 2) read by
+// one sum on device 0, whose 1 kB output z (a relu) reads there; r on device 2 reads a 1 kB tensor from
+// device 1. On links of 1 GB/s the sum waits for 400 MB (0.4 s); r's input takes 0.1 ms, below 2%
+// of the step. s and z are one colocation group in `colocated`.
+go::OpGraph fan_in(bool colocated) {
+  Tiny t;
+  std::vector<go::OpId> p;
+  for (int i = 0; i < 4; ++i) p.push_back(t.op("p" + std::to_string(i), 1, 100'000'000));
+  const go::OpId small = t.op("small", 1, 1000);
+  const go::OpId s = t.op("s", 1, 1000, p, 0, go::OpKind::add, colocated ? 0 : -1);
+  t.op("z", 1, 1000, {s}, 0, go::OpKind::relu, colocated ? 0 : -1);
+  t.op("r", 1, 1000, {small});
+  return t.build();
+}
+
+TEST_CASE("baselines: gather moves, by hand", "[baselines][gather]") {
+  const go::Cluster c = test_cluster(3);
+  for (const bool colocated : {false, true}) {
+    INFO("colocated " << colocated);
+    const go::OpGraph g = fan_in(colocated);
+    const go::Simulator sim(g, c);
+    go::Plan p;
+    p.device = {1, 1, 1, 1, 1, 0, 0, 2};  // p0-p3, small, s, z, r
+    p.fusion = {-1, -1, -1, -1, -1, 5, 5, -1};  // s and z one kernel
+    const double step = sim.simulate(p).step_time;
+    CHECK(step > 0.4);  // four transfers of 0.1 s, one after the other on device 1's channel
+    const std::vector<go::GatherMove> m = go::gather_moves(g, c, p.device, step);
+    REQUIRE(m.size() == 1);  // r's 1 kB is no gather; device 2 sends s nothing
+    CHECK(m[0].op == 5);
+    CHECK(m[0].to == 1);
+    CHECK(m[0].bytes == 4e8);
+    const go::Plan q = go::gathered(g, p, m[0]);
+    CHECK(q.device == std::vector<std::int32_t>{1, 1, 1, 1, 1, 1, colocated ? 1 : 0, 2});
+    // a group split over two devices runs unfused; one moved whole stays
+    CHECK(q.fusion == (colocated ? p.fusion : std::vector<std::int32_t>(8, -1)));
+    CHECK(sim.simulate(q).step_time < 0.01);  // no transfer of 100 MB left
+    // the thresholds: nothing from one device takes 100% of the step; no op at all; one device
+    CHECK(go::gather_moves(g, c, p.device, step, 4, 2, 1.0).empty());
+    CHECK(go::gather_moves(g, c, p.device, step, 0).empty());
+    CHECK(go::gather_moves(g, test_cluster(1), std::vector<std::int32_t>(8, 0), step).empty());
+    CHECK(go::gather_moves(g, c, std::vector<std::int32_t>(8, 0), step).empty());  // nothing received
+  }
+  // two senders: device 1 sends 300 MB, device 2 100 MB; the first sender first, `senders` of them
+  const go::OpGraph g = fan_in(false);
+  const std::vector<std::int32_t> two{1, 1, 1, 2, 1, 0, 0, 2};
+  const double step = go::Simulator(g, c).simulate(go::Plan{two, {}, {}}).step_time;
+  const std::vector<go::GatherMove> m = go::gather_moves(g, c, two, step);
+  REQUIRE(m.size() == 2);
+  CHECK((m[0].op == 5 && m[0].to == 1 && m[0].bytes == 3e8));
+  CHECK((m[1].op == 5 && m[1].to == 2 && m[1].bytes == 1e8));
+  CHECK(go::gather_moves(g, c, two, step, 4, 1).size() == 1);
+  // a tensor read twice by one op is one edge (graph.hpp) and travels once: counted once
+  Tiny t;
+  const go::OpId a = t.op("a", 1, 100'000'000);
+  go::OpSpec twice;
+  twice.name = "twice";
+  twice.kind = go::OpKind::add;
+  twice.time = 1e-3;
+  twice.inputs = {go::TensorRef{a, 0}, go::TensorRef{a, 0}};
+  go::TensorSpec out;
+  out.shape_known = false;
+  out.bytes = 1000;
+  twice.outputs.push_back(out);
+  t.b.add_op(std::move(twice));
+  const go::OpGraph tw = t.build();
+  const std::vector<go::GatherMove> mt = go::gather_moves(tw, c, std::vector<std::int32_t>{1, 0}, 0.2);
+  REQUIRE(mt.size() == 1);
+  CHECK(mt[0].bytes == 1e8);
 }
 
 TEST_CASE("baselines: a plan fitted to memory", "[baselines][memory]") {

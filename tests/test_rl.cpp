@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "go/baselines/gather.hpp"
 #include "go/baselines/place.hpp"
 #include "go/graph/graph.hpp"
 #include "go/graph/load.hpp"
@@ -1888,6 +1889,124 @@ TEST_CASE("Anchor: an expert plan file is its human placement, as for human and 
   save_plan(mine, g, file);
   CHECK_THROWS_WITH(choose_anchor(g, pg, cl, sim, 8, true, "human", 0, nullptr, kAnchorTies, 0, file),
                     Catch::Contains("device 3"));
+  std::filesystem::remove(file);
+}
+
+}  // namespace test_rl
+
+namespace test_rl {
+namespace {
+
+// Four producers of 100 MB (10 ms each) on device 1 read by a sum s (1 ms) on device 0, whose
+// 1 kB output z reads there; w (1 ms, 300 MB of parameters) also on device 1. On 25 GB/s links a
+// product leaves (4 ms) before the next is made, so device 1 peaks near 500 MB; with s on device 1
+// it keeps all four for s (700 MB), over the devices' 650 MB, and w must leave for the plan to fit.
+OpGraph fan_in_sum() {
+  GraphBuilder b;
+  auto add = [&](const std::string& name, double ms, std::int64_t bytes, std::vector<OpId> ins, OpKind kind,
+                 std::int64_t params = 0) {
+    OpSpec s;
+    s.name = name;
+    s.kind = kind;
+    s.time = ms * 1e-3;
+    s.param_bytes = params;
+    TensorSpec t;
+    t.shape_known = false;
+    t.bytes = bytes;
+    s.outputs.push_back(t);
+    for (OpId i : ins) s.inputs.push_back(TensorRef{i, 0});
+    return b.add_op(std::move(s));
+  };
+  std::vector<OpId> p;
+  for (int i = 0; i < 4; ++i) p.push_back(add("p" + std::to_string(i), 10, 100'000'000, {}, OpKind::matmul));
+  const OpId s = add("s", 1, 1000, p, OpKind::add);
+  add("z", 1, 1000, {s}, OpKind::matmul);
+  add("w", 1, 1000, {}, OpKind::matmul, 300'000'000);
+  return b.build();
+}
+
+}  // namespace
+
+// Gather moves in fine-tuning (TrainConfig::gather_moves, PpoTrainer::gather_best): from an anchor
+// with the sum away from its producers, the first round (and the first update) moves it to them;
+// that plan overflows device 1, and fitted to memory (w moved off) it becomes the best plan and the
+// anchor. Without gather moves, two block moves do not find it; after the first round none is made.
+TEST_CASE("PPO gather moves: the largest receiver moved to its sender and fitted to memory", "[rl][gather]") {
+  const OpGraph g = fan_in_sum();
+  DeviceSpec d = DeviceSpec::v100();
+  d.memory_bytes = 650'000'000;
+  const Cluster cl = Cluster::uniform("same3", d, 3, 25e9, 2e-5);
+  const Simulator sim(g, cl);
+  const std::string file = temp_path("fan_in_sum.plan.json");
+  Plan expert;
+  expert.device = {1, 1, 1, 1, 0, 0, 1};  // p0-p3, s, z, w
+  save_plan(expert, g, file);
+  const SimResult given = sim.simulate(expert);
+  REQUIRE(given.valid);
+  {  // the move alone: 400 MB received from device 1, whose copy then overflows it
+    const std::vector<GatherMove> m = gather_moves(g, cl, expert.device, given.step_time);
+    REQUIRE(m.size() == 1);
+    CHECK((m[0].op == 4 && m[0].to == 1));
+    const SimResult over = sim.simulate(gathered(g, expert, m[0]));
+    CHECK(over.status == SimStatus::out_of_memory);
+    CHECK(over.step_time < given.step_time);
+  }
+  auto config = [&](int gather, int threads) {
+    TrainConfig c = tiny_config(3);
+    c.policy.anchor = true;
+    c.policy.max_devices = 3;
+    c.anchor_placements = "human";
+    c.anchor_expert = file;
+    c.reanchor = true;
+    c.samples = 2;
+    c.minibatch = 2;
+    c.epochs = 1;
+    c.block_moves = 1.0;
+    c.gather_moves = gather;
+    c.threads = threads;
+    return c;
+  };
+  PpoTrainer with(config(4, 2), {g}, cl), without(config(0, 2), {g}, cl), one(config(4, 1), {g}, cl);
+  // by hand: the products end at 40 ms; the last one's transfer (4 ms + 20 us), s and z (1 ms each)
+  // follow on device 0, or s follows on device 1 and z gets its 1 kB after 20.04 us
+  const double anchor = with.task(0).anchor_step_time;
+  CHECK(anchor == Approx(46.02e-3).epsilon(1e-4));
+  const std::int64_t w0 = with.task(0).trace.samples(), n0 = without.task(0).trace.samples();
+  with.search_round();
+  without.search_round();
+  one.search_round();
+  const GraphTask& t = with.task(0);
+  CHECK(t.best_plan.device[4] == 1);               // s with its producers
+  CHECK(t.best_plan.device[6] != 1);               // w moved off to fit
+  CHECK(t.best_step_time == Approx(42.02004e-3).epsilon(1e-5));
+  CHECK(sim.simulate(t.best_plan).valid);
+  CHECK(sim.simulate(t.best_plan).step_time == t.best_step_time);
+  // the anchor followed (reanchor): its actions decode to the best plan
+  CHECK(sim.simulate(with.plan_of(0, {t.pg.anchor_device, t.pg.anchor_priority, t.pg.anchor_fuse})).step_time ==
+        t.best_step_time);
+  // 2 block moves, then 1 gather move, the fit's trials and the decoded answer, all in the trace
+  CHECK(t.trace.samples() - w0 >= 2 + 1 + 1 + 1);
+  CHECK(t.trace.best() == t.best_step_time);
+  CHECK(without.task(0).trace.samples() - n0 == 2);
+  CHECK(without.task(0).best_plan.device[4] == 0);
+  CHECK(without.task(0).best_step_time > t.best_step_time);
+  // the same on one thread
+  CHECK(one.task(0).best_plan.device == t.best_plan.device);
+  CHECK(one.task(0).best_step_time == t.best_step_time);
+  // only after the first round
+  const std::int64_t w1 = t.trace.samples();
+  with.search_round();
+  CHECK(with.task(0).trace.samples() - w1 == 2);
+  // and after GO's first update (the policy's draws and the moves, then the gather)
+  TrainConfig go = config(4, 2);
+  go.block_moves = 0.5;
+  PpoTrainer upd(go, {g}, cl);
+  upd.update();
+  CHECK(upd.task(0).best_plan.device[4] == 1);
+  CHECK(upd.task(0).best_step_time == Approx(42.02004e-3).epsilon(1e-5));
+  // the key round-trips and is checked
+  CHECK(TrainConfig::from_json(go.to_json()).gather_moves == 4);
+  CHECK_THROWS_WITH(TrainConfig::parse(R"({"gather_moves": -1})"), Catch::Contains("gather_moves"));
   std::filesystem::remove(file);
 }
 

@@ -696,6 +696,13 @@ TEST_CASE("expert split errors name the file and the node", "[sim]") {
   CHECK_THROWS_WITH(go::plan_from_json(json::parse(R"({"format": "go-plan", "devices": [1, 1]})"), g, "z.json"),
                     "z.json: unknown key \"devices\" (known: format, version, graph, num_ops, device, device_ops, "
                     "priority, fusion)");
+  // a document that sets nothing (a results file given as a plan) would simulate the default plan
+  CHECK_THROWS_WITH(go::plan_from_json(json::parse(R"({})"), g, "z.json"),
+                    "z.json: the plan sets nothing: give \"device\" (or \"device_ops\"), \"priority\" or "
+                    "\"fusion\" (every op on device 0 is {\"device\": [0, 0, ...]})");
+  CHECK_THROWS_WITH(go::plan_from_json(json::parse(R"({"format": "go-plan", "num_ops": 2})"), g, "z.json"),
+                    Catch::Contains("the plan sets nothing"));
+  CHECK(go::plan_from_json(json::parse(R"({"priority": [2, 1]})"), g, "z.json").device.empty());
   CHECK_THROWS_WITH(go::parse_plan(R"({"device": [0, 1], "device": [1, 1]})", g, "z.json"),
                     "z.json: the key \"device\" appears twice in one object; keep one of them");
 }

@@ -14,10 +14,11 @@ namespace go_test {
 struct Tiny {
   go::GraphBuilder b;
   go::OpId op(const std::string& name, double ms, std::int64_t out_bytes, std::vector<go::OpId> ins = {},
-              std::int64_t params = 0, go::OpKind kind = go::OpKind::matmul) {
+              std::int64_t params = 0, go::OpKind kind = go::OpKind::matmul, std::int32_t colocation = -1) {
     go::OpSpec s;
     s.name = name;
     s.kind = kind;
+    s.colocation = colocation;
     s.time = ms * 1e-3;
     s.param_bytes = params;
     go::TensorSpec t;

@@ -52,6 +52,7 @@ nlohmann::json TrainConfig::to_json() const {
           {"alt_start_margin", alt_start_margin},
           {"path_moves", path_moves},
           {"path_chains", path_chains},
+          {"gather_moves", gather_moves},
           {"threads", threads},
           {"checkpoint_every", checkpoint_every},
           {"seed", seed}};
@@ -106,6 +107,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
     else if (k == "alt_start_margin") f.number(c.alt_start_margin);
     else if (k == "path_moves") f.integer(c.path_moves);
     else if (k == "path_chains") f.integer(c.path_chains);
+    else if (k == "gather_moves") f.integer(c.gather_moves);
     else if (k == "threads") f.integer(c.threads);
     else if (k == "checkpoint_every") f.integer(c.checkpoint_every);
     else if (k == "seed") f.seed(c.seed);
@@ -113,7 +115,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& w
       GO_FAIL(where, ": unknown key \"", k, "\" (known: type, policy, updates, samples, graphs_per_update, epochs, "
                      "trainable, minibatch, clip, ratio, entropy_coef, value_coef, lr, lr_schedule, lr_final, warmup_updates, "
                      "adam_beta1, adam_beta2, adam_eps, max_grad_norm, target_kl, baseline, baseline_decay, "
-                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, block_base, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, "
+                     "normalize_advantages, reward, min_valid_reward, invalid_reward, oom_excess_penalty, training, colocate, anchor_placements, anchor_ties, anchor_expert, reanchor, block_moves, block_base, alt_starts, alt_start_moves, alt_start_margin, path_moves, path_chains, gather_moves, "
                      "threads, "
                      "checkpoint_every, seed)");
     }

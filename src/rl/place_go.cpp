@@ -71,6 +71,7 @@ TrainConfig finetune_config(const std::optional<TrainConfig>& saved, const polic
   cfg.alt_start_moves = 0.5;
   cfg.path_moves = kFinetunePathMoves;  // after each update, critical-path moves from the best plan
   cfg.path_chains = kFinetunePathChains;
+  cfg.gather_moves = kFinetuneGatherOps;  // after the first update, the largest receivers moved to their senders
   return cfg;
 }
 
@@ -275,8 +276,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   };
   PlaceMethod go{"go",
                  "GO: pre-trained policy fine-tuned on the graph with PPO, updates of " +
-                     std::to_string(finetune_samples) + " samples, each followed by critical-path moves "
-                     "(--policy, --finetune, --time-limit, --patience)",
+                     std::to_string(finetune_samples) + " samples, each followed by critical-path moves, the first also "
+                     "by gather moves (--policy, --finetune, --time-limit, --patience)",
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   go.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::policy,
@@ -298,8 +299,8 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
   register_place_method(one);
   PlaceMethod search{"anchor-search",
                      "GO's fine-tuning search without the policy: from GO's anchor (the best-heuristic plan), rounds "
-                     "of " + std::to_string(finetune_samples) + " block moves and critical-path moves, each improvement "
-                     "kept (--time-limit, else as many rounds as go's updates; needs no policy)",
+                     "of " + std::to_string(finetune_samples) + " block moves and critical-path moves (the first round also "
+                     "gather moves), each improvement kept (--time-limit, else as many rounds as go's updates; needs no policy)",
                      run(Kind::search)};
   search.decides_fusion = true;
   search.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::finetune,

@@ -457,8 +457,11 @@ UpdateStats PpoTrainer::update() {
       t.pg.set_anchor(s.actions.device.clone(), s.actions.priority.clone(), s.actions.fuse.clone());
     }
   const auto t_trained = std::chrono::steady_clock::now();
-  // 8. critical-path moves from each graph's anchor (after re-anchoring: from the best plan found),
-  // counted as simulation time
+  // 8. after the first update, gather moves on each graph's best plan; then critical-path moves
+  // from each graph's anchor (after re-anchoring: from the best plan found), both counted as
+  // simulation time
+  if (cfg_.gather_moves > 0 && u == 0 && cfg_.policy.anchor)
+    for (std::size_t gi : sel) gather_best(*tasks_[gi], u);
   if (cfg_.path_moves > 0 && cfg_.policy.anchor)
     for (std::size_t gi : sel) climb_paths(*tasks_[gi], gi, urng, u);
   ++updates_done_;

@@ -3,14 +3,19 @@
 // compiled once into libgo.
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <span>
 #include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "go/baselines/gather.hpp"
+#include "go/baselines/memory_fit.hpp"
 #include "go/core/error.hpp"
 #include "go/core/parallel.hpp"
 #include "go/core/rng.hpp"
+#include "go/policy/decode.hpp"
 #include "go/rl/path_moves.hpp"
 #include "go/rl/ppo.hpp"
 #include "go/sim/simulator.hpp"
@@ -75,6 +80,7 @@ UpdateStats PpoTrainer::search_round() {
                  {p.actions.device, p.actions.priority.clone(), p.actions.fuse.clone()});
     }
     if (gi == sel[0]) st.mean_step_time = nv ? sum_t / nv : kInf;
+    if (cfg_.gather_moves > 0 && u == 0) gather_best(t, u);
     if (cfg_.path_moves > 0) climb_paths(t, gi, urng, u);
     sim_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
   }
@@ -85,6 +91,61 @@ UpdateStats PpoTrainer::search_round() {
   st.simulate_seconds = sim_seconds;
   st.samples_per_second = st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0;
   return st;
+}
+
+void PpoTrainer::gather_best(GraphTask& t, std::int64_t update) {
+  if (!t.pg.has_anchor() || !std::isfinite(t.best_step_time)) return;
+  const Simulator& sim = *t.sim;
+  const OpGraph& g = sim.graph();
+  const Cluster& c = sim.cluster();
+  const std::vector<GatherMove> moves = gather_moves(g, c, t.best_plan.device, t.best_step_time, cfg_.gather_moves);
+  if (moves.empty()) return;
+  const int nthreads = item_threads(cfg_.threads, moves.size());
+  std::vector<SimWorkspace> ws;
+  for (int i = 0; i < nthreads; ++i) {
+    ws.push_back(sim.make_workspace());
+    ws.back().set_stop_on_oom(false);  // an overflowing move's whole step: worth fitting or not
+  }
+  auto simulate_all = [&](std::span<const Plan> plans, std::span<SimResult> out) {
+    parallel_items(0, plans.size(), item_threads(nthreads, plans.size()), "ppo: a gather move failed",
+                   [&](int tid, std::size_t i) { out[i] = sim.simulate(plans[i], ws[static_cast<std::size_t>(tid)]); });
+    for (const SimResult& r : out) t.trace.add(r.valid && std::isfinite(r.step_time), r.step_time);
+    t.samples += static_cast<std::int64_t>(out.size());
+  };
+  std::vector<Plan> plans;
+  for (const GatherMove& m : moves) plans.push_back(gathered(g, t.best_plan, m));
+  std::vector<SimResult> results(plans.size());
+  simulate_all(plans, results);
+  const double to_beat = t.best_step_time;
+  std::optional<Plan> best;
+  double best_time = to_beat;
+  MemoryFitOptions mo;
+  mo.targets = c.num_devices() - 1;  // the device that takes a window cheaply is not always the emptiest
+  mo.worth_below = to_beat;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    SimResult& r = results[i];
+    if (!(r.step_time < best_time)) continue;
+    if (r.valid) {
+      best_time = r.step_time;
+      best = plans[i];
+    } else if (r.status == SimStatus::out_of_memory) {
+      MemoryFit f = fit_memory(g, c, plans[i], r, simulate_all, mo);
+      if (f.fits() && f.result.step_time < best_time) {
+        best_time = f.result.step_time;
+        best = std::move(f.plan);
+      }
+    }
+  }
+  if (!best) return;
+  // as actions, decoded as every later plan is (fusion groups the moves dissolved may form again)
+  policy::Actions a = policy::actions_from_plan(g, t.pg, *best, cfg_.policy.priority_levels);
+  refresh_logs(t);
+  Plan p = plan_of(t, a);
+  const SimResult r = sim.simulate(p, ws[0]);
+  t.trace.add(r.valid && std::isfinite(r.step_time), r.step_time);
+  ++t.samples;
+  if (r.valid && std::isfinite(r.step_time) && r.step_time < t.best_step_time)
+    adopt_best(t, r.step_time, std::move(p), update + 1, std::move(a));
 }
 
 void PpoTrainer::climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update) {

@@ -356,6 +356,10 @@ Plan plan_from_json(const nlohmann::json& j, const OpGraph& g, const std::string
   const std::int64_t num_ops = r.integer(j, "num_ops", "", static_cast<std::int64_t>(n));
   if (num_ops != static_cast<std::int64_t>(n))
     r.fail("", "the plan is for " + std::to_string(num_ops) + " ops but the graph has " + std::to_string(n));
+  // a document that sets none of them is another file given as a plan, not the default plan
+  if (!j.contains("device") && !j.contains("device_ops") && !j.contains("priority") && !j.contains("fusion"))
+    r.fail("", "the plan sets nothing: give \"device\" (or \"device_ops\"), \"priority\" or \"fusion\" "
+               "(every op on device 0 is {\"device\": [0, 0, ...]})");
   Plan p;
   auto dl = j.find("device_ops");
   auto dv = j.find("device");

@@ -77,6 +77,11 @@
 //                                  // moves are (fine-tuning sets 32)
 //     "path_chains": 2,            // such hill-climbs per update and graph, each from the anchor with its
 //                                  // own random stream (run side by side); the fastest end is kept
+//     "gather_moves": 0,           // after the first update, the ops (at most this many) of each graph's
+//                                  // best plan that receive the most bytes from other devices moved to
+//                                  // their top two senders, fitted to memory where they overflow
+//                                  // (go/baselines/gather.hpp; PpoTrainer::gather_best); the fastest, where
+//                                  // faster, becomes the best plan (fine-tuning sets 4)
 //     "threads": 0,                // simulation threads (0: hardware concurrency); results do not depend on it
 //     "checkpoint_every": 10,      // updates between checkpoints of a CLI run (0: only at the end)
 //     "seed": 1 }                  // sampling and shuffling; the policy's "seed" initializes its parameters
@@ -172,6 +177,7 @@ struct TrainConfig {
   double alt_start_margin = 0.05;
   int path_moves = 0;
   int path_chains = 2;
+  int gather_moves = 0;
   int threads = 0;
   std::int64_t checkpoint_every = 10;
   std::uint64_t seed = 1;
@@ -217,6 +223,8 @@ struct TrainConfig {
              ", must be in [0, 1]");
     GO_CHECK(alt_start_margin >= 0, "train config: \"alt_start_margin\" is ", alt_start_margin, ", must be >= 0");
     GO_CHECK(path_moves >= 0, "train config: \"path_moves\" is ", path_moves, ", must be >= 0");
+    GO_CHECK(gather_moves >= 0 && gather_moves <= 1024, "train config: \"gather_moves\" is ", gather_moves,
+             ", must be in [0, 1024]");
     GO_CHECK(path_chains >= 1 && path_chains <= 64, "train config: \"path_chains\" is ", path_chains,
              ", must be in [1, 64]");
     GO_CHECK(oom_excess_penalty >= 0, "train config: \"oom_excess_penalty\" is ", oom_excess_penalty, ", must be >= 0");

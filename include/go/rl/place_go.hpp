@@ -10,8 +10,9 @@
 //                 GO gets the simulator budget the search baselines get), from the fastest of the
 //                 anchor and the zero-shot plans (PpoTrainer::zero_shot) and re-anchored on every
 //                 improvement, half of the samples block moves, half of those made on the other
-//                 heuristic plans within 5% of the anchor, each hill-climbed on its own, and after
-//                 each update critical-path moves from the best plan (finetune_config); the best valid
+//                 heuristic plans within 5% of the anchor, each hill-climbed on its own, after the
+//                 first update gather moves (go/baselines/gather.hpp), and after each update
+//                 critical-path moves from the best plan (finetune_config); the best valid
 //                 plan seen (the anchor (go/rl/anchor.hpp, which the policy starts from), the
 //                 zero-shot plans, or any plan sampled while fine-tuning) is the answer, with its
 //                 devices relabelled where that is faster (go/baselines/relabel.hpp: swaps of two
@@ -100,6 +101,12 @@ inline constexpr int kFinetuneSamples = 128;
 // to 45% more time, and the 80,588-op GNMT's by 9.4%; 128 gains little more for 1.2-1.6x the time.
 inline constexpr int kFinetunePathMoves = 32;
 inline constexpr int kFinetunePathChains = 2;
+// Gather moves after fine-tuning's first update (TrainConfig::gather_moves, go/baselines/gather.hpp):
+// the four ops that receive the most bytes from other devices, each to its two top senders, fitted
+// to memory where they overflow. On gnmt8 at 121 steps (8 V100s) the encoder output's gradient sum
+// so placed and fitted is 5.6% faster than the anchor, a move the searches otherwise find by chance
+// (bench/README.md, "Gather moves"); on the paper table's rows it costs a few simulations.
+inline constexpr int kFinetuneGatherOps = 4;
 // The most simulations one fine-tuning update of `samples` samples makes: the samples, the climbs'
 // start and their proposals. Without a count of updates, the go methods run budget / this many, so
 // that GO simulates no more than the search baselines.

@@ -401,6 +401,11 @@ class PpoTrainer {
   // graph's best plan becomes it (and with reanchor the anchor). Every simulation goes into the
   // trace, the start's first, then each chain's in chain order.
   void climb_paths(GraphTask& t, std::size_t graph, const Rng& urng, std::int64_t update);
+  // Gather moves (go/baselines/gather.hpp) on graph t's best plan: each simulated whole, one out of
+  // memory but faster fitted to it with every other device a target (go/baselines/memory_fit.hpp);
+  // the fastest that fits, decoded from its actions, becomes the best plan where faster (and with
+  // reanchor the anchor). Every simulation goes into the trace.
+  void gather_best(GraphTask& t, std::int64_t update);
   // Simulation workspaces per thread and graph, made on a thread's first use and kept for later
   // batches (zero_shot's and every update's).
   static void reserve_workspaces(GraphTask& t, int nthreads) {

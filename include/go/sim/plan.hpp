@@ -23,7 +23,8 @@
 //     fpgas[k] becomes device k; node ids are the graph file's node ids (OpGraph source_id); every
 //     op must be listed exactly once, and CPU placements are not modelled (they must be empty).
 // In a go-plan, a key outside these is an error ("devices" for "device" must not place every op on
-// device 0), and so is a key given twice.
+// device 0), and so is a key given twice, and a document with none of "device", "device_ops",
+// "priority" and "fusion" (another JSON file given as a plan would otherwise be the default plan).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
