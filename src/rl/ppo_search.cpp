@@ -1,12 +1,12 @@
 // PpoTrainer's search steps without gradients (go/rl/ppo.hpp): the rounds of anchor-search
-// (search_round) and the critical-path climbs that end an update or a round (climb_paths),
-// compiled once into libgo.
+// (search_round), the gather moves after the first update or round (gather_best) and the
+// critical-path climbs that end an update or a round (climb_paths), compiled once into libgo.
 #include <algorithm>
 #include <chrono>
-#include <optional>
-#include <span>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 

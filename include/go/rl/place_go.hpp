@@ -108,8 +108,10 @@ inline constexpr int kFinetunePathChains = 2;
 // (bench/README.md, "Gather moves"); on the paper table's rows it costs a few simulations.
 inline constexpr int kFinetuneGatherOps = 4;
 // The most simulations one fine-tuning update of `samples` samples makes: the samples, the climbs'
-// start and their proposals. Without a count of updates, the go methods run budget / this many, so
-// that GO simulates no more than the search baselines.
+// start and their proposals. The first update's gather moves come on top (none where no op
+// receives that much; else one per move, the fits of those that overflow, and one decode).
+// Without a count of updates, the go methods run budget / this many, so that GO simulates about
+// as many plans as the search baselines.
 constexpr std::int64_t finetune_update_simulations(int samples) {
   return samples + 1 + static_cast<std::int64_t>(kFinetunePathChains) * kFinetunePathMoves;
 }
