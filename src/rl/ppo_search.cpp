@@ -100,15 +100,13 @@ void PpoTrainer::gather_best(GraphTask& t, std::int64_t update) {
   const Cluster& c = sim.cluster();
   const std::vector<GatherMove> moves = gather_moves(g, c, t.best_plan.device, t.best_step_time, cfg_.gather_moves);
   if (moves.empty()) return;
+  // the graph's own workspaces, which simulate a step whole: an overflowing move's peaks say
+  // whether it is worth fitting
   const int nthreads = item_threads(cfg_.threads, moves.size());
-  std::vector<SimWorkspace> ws;
-  for (int i = 0; i < nthreads; ++i) {
-    ws.push_back(sim.make_workspace());
-    ws.back().set_stop_on_oom(false);  // an overflowing move's whole step: worth fitting or not
-  }
+  reserve_workspaces(t, nthreads);
   auto simulate_all = [&](std::span<const Plan> plans, std::span<SimResult> out) {
     parallel_items(0, plans.size(), item_threads(nthreads, plans.size()), "ppo: a gather move failed",
-                   [&](int tid, std::size_t i) { out[i] = sim.simulate(plans[i], ws[static_cast<std::size_t>(tid)]); });
+                   [&](int tid, std::size_t i) { out[i] = sim.simulate(plans[i], workspace_of(t, tid)); });
     for (const SimResult& r : out) t.trace.add(r.valid && std::isfinite(r.step_time), r.step_time);
     t.samples += static_cast<std::int64_t>(out.size());
   };
@@ -141,7 +139,7 @@ void PpoTrainer::gather_best(GraphTask& t, std::int64_t update) {
   policy::Actions a = policy::actions_from_plan(g, t.pg, *best, cfg_.policy.priority_levels);
   refresh_logs(t);
   Plan p = plan_of(t, a);
-  const SimResult r = sim.simulate(p, ws[0]);
+  const SimResult r = sim.simulate(p, workspace_of(t, 0));
   t.trace.add(r.valid && std::isfinite(r.step_time), r.step_time);
   ++t.samples;
   if (r.valid && std::isfinite(r.step_time) && r.step_time < t.best_step_time)
