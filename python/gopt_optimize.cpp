@@ -293,7 +293,7 @@ void bind_optimize(py::module_& m) {
                     const py::object& budget_a, const std::string& fusion, const py::object& expert_a,
                     const std::string& policy, const py::object& finetune_a, bool check_colocation, const std::string& cost, double time_limit,
                     const std::string& anchor_ties, const std::string& anchor_placements, bool fit_memory,
-                    const py::object& patience_a) {
+                    const py::object& patience_a, const py::object& on_update) {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     const std::uint64_t seed = seed_arg(seed_a, "gopt.place: seed");
     const std::int64_t budget = int_arg(budget_a, "gopt.place: budget", 0, kMax);
@@ -329,6 +329,20 @@ void bind_optimize(py::module_& m) {
     o.anchor_ties = anchor_list("anchor_ties", anchor_ties, go::rl::kAnchorTieOrders);
     o.anchor_placements = anchor_list("anchor_placements", anchor_placements, go::rl::kAnchorPlacements);
     o.fit_memory = fit_memory;
+    GO_CHECK(on_update.is_none() || PyCallable_Check(on_update.ptr()),
+             "gopt.place: on_update takes a callable (one argument, a dict), got ",
+             std::string(py::str(on_update.get_type().attr("__name__"))));
+    if (!on_update.is_none())
+      o.on_update = [on_update](const go::UpdateProgress& p) {
+        py::gil_scoped_acquire gil;  // place runs without the GIL; an exception the callable raises ends it
+        py::dict d;
+        d["update"] = p.update;
+        d["updates"] = p.updates;
+        d["best_step_time_ms"] = std::isfinite(p.best_step_time) ? py::object(py::float_(p.best_step_time * 1e3)) : py::none();
+        d["seconds"] = p.seconds;
+        d["time_limit"] = p.time_limit;
+        on_update(d);
+      };
     // an argument away from its default that the method does not read: a UserWarning, as gopt place's note
     using go::PlaceOption;
     const std::pair<bool, std::pair<PlaceOption, const char*>> given[] = {
@@ -356,7 +370,7 @@ void bind_optimize(py::module_& m) {
      py::arg("budget") = 1000, py::arg("fusion") = "none", py::arg("expert") = "", py::arg("policy") = "",
      py::arg("finetune") = -1, py::arg("check_colocation") = true, py::arg("cost") = "measured",
      py::arg("time_limit") = 0.0, py::arg("anchor_ties") = "", py::arg("anchor_placements") = "",
-     py::arg("fit_memory") = false, py::arg("patience") = 0, R"doc(
+     py::arg("fit_memory") = false, py::arg("patience") = 0, py::arg("on_update") = py::none(), R"doc(
 Optimizes the graph on the cluster with one method of gopt.methods() and simulates the plan, as
 gopt place does (same options, same numbers for the same seed). seed: every random choice;
 budget: simulations of random/anneal; fusion: "none" or "xla" (not for anneal and go, which choose fusion); expert: the path of human's expert split or go-plan file (a gopt.Plan: plan.save(path, graph) first; also random's and anneal's human start, and the human placement of GO's anchor);
@@ -375,7 +389,12 @@ relabel: the best with its devices relabelled for the links), as gopt place --an
 fit_memory: every method: a plan that runs out of memory has op sets moved off the devices that
 overflow until it fits (the note says how many; off by default), as gopt place --fit-memory;
 patience: go, go-one and anchor-search stop fine-tuning after this many updates (rounds) in a row
-that found no faster plan (0: never), as gopt place --patience.
+that found no faster plan (0: never), as gopt place --patience;
+on_update: a callable that anchor-search, go and go-one call after each update (round) with a dict
+{"update": done, "updates": asked (0 where the time limit alone ends them), "best_step_time_ms":
+the best valid plan so far (None: none yet), "seconds": since the start, "time_limit"}, for
+progress (gopt place --progress); the other methods never call it; an exception it raises ends the
+call and comes back from gopt.place.
 An argument away from its default that the method does not read (policy for "human", fusion for a
 method that chooses fusion itself, ...) gives a UserWarning naming the methods that read it, as
 gopt place's note on stderr. A plan that does not fit memory comes back with valid False.)doc");

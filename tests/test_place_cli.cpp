@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -372,6 +373,75 @@ TEST_CASE("gopt place --patience: fine-tuning stops after that many updates with
                               "anchor-search", "--finetune", "30", "--patience", "2", "--json"});
   REQUIRE(json.code == 0);
   CHECK_THAT(nlohmann::json::parse(json.out)["note"].get<std::string>(), Contains("(stopped: 2 updates"));
+}
+
+// Progress of the methods that run in updates: PlaceOptions::on_update after each update (round),
+// with the count, the best plan so far (never rising, and the answer's at the end but for the
+// final relabelling) and the seconds; never for the other methods; go-one under a time limit has
+// no count. gopt place --progress prints a line per update on stderr when it is not a terminal
+// (here), --no-progress none, and the two together are refused.
+TEST_CASE("gopt place --progress: a line per update of the methods that run in updates") {
+  go::rl::register_go_methods("");
+  const go::OpGraph g = go::make_training_graph(go::load_graph("zoo:rnnlm2:seq=4"));
+  const go::Cluster cl = go::cluster_preset("v100x2");
+  std::vector<go::UpdateProgress> seen;
+  go::PlaceOptions o;
+  o.finetune = 4;
+  o.on_update = [&](const go::UpdateProgress& p) { seen.push_back(p); };
+  const go::PlaceResult r = go::place("anchor-search", g, cl, o);
+  REQUIRE(seen.size() == 4u);
+  double last = std::numeric_limits<double>::infinity(), seconds = 0;
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    CHECK(seen[k].update == static_cast<std::int64_t>(k) + 1);
+    CHECK(seen[k].updates == 4);
+    CHECK(seen[k].best_step_time <= last);
+    CHECK(seen[k].seconds >= seconds);
+    CHECK(seen[k].time_limit == 0);
+    last = seen[k].best_step_time;
+    seconds = seen[k].seconds;
+  }
+  CHECK(r.step_time <= last);
+  CHECK(seconds <= r.optimize_seconds);
+  seen.clear();
+  (void)go::place("human", g, cl, o);
+  (void)go::place("anneal", g, cl, o);
+  CHECK(seen.empty());
+  o.finetune = -1;
+  o.time_limit = 0.5;
+  o.policy = std::string(GO_TEST_DATA_DIR) + "/../../policies/go-zoo-v100x248.ckpt";  // go-one takes its architecture
+  (void)go::place("go-one", g, cl, o);
+  REQUIRE(!seen.empty());
+  CHECK(seen.back().updates == 0);
+  CHECK(seen.back().time_limit == 0.5);
+
+  const std::vector<std::string> args{"place", "zoo:rnnlm2:seq=4", "--training", "--cluster", "v100x2", "--method",
+                                      "anchor-search", "--finetune", "3", "--json"};
+  auto with = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), more.begin(), more.end());
+    return run_gopt(a);
+  };
+  const auto on = with({"--progress"});
+  REQUIRE(on.code == 0);
+  CHECK(count_lines(on.err) == 3);
+  CHECK_THAT(on.err, Contains("gopt place: anchor-search update 1/3  best "));
+  CHECK_THAT(on.err, Contains("gopt place: anchor-search update 3/3  best "));
+  CHECK_THAT(on.err, Contains(" ETA "));
+  CHECK(nlohmann::json::parse(on.out)["valid"].get<bool>());  // stdout is the JSON alone
+  const auto off = with({"--no-progress"});
+  REQUIRE(off.code == 0);
+  CHECK(off.err.empty());
+  CHECK(with({}).err.empty());  // stderr is not a terminal: off by default
+  const auto both = with({"--progress", "--no-progress"});
+  CHECK(both.code != 0);
+  CHECK(count_lines(both.err) == 1);
+  CHECK_THAT(both.err, Contains("--progress excludes --no-progress"));
+  const auto eval = run_gopt({"eval", "--graphs", "zoo:rnnlm2:seq=4", "--training", "--cluster", "v100x2", "--methods",
+                              "human,anchor-search", "--finetune", "2", "--progress"});
+  REQUIRE(eval.code == 0);
+  CHECK_THAT(eval.err, Contains("gopt eval: zoo:rnnlm2:seq=4 anchor-search update 1/2  best "));
+  CHECK_THAT(eval.err, Contains("gopt eval: zoo:rnnlm2:seq=4 anchor-search update 2/2  best "));
+  CHECK_THAT(eval.err, !Contains("human update"));
 }
 
 // --anchor-ties: the orders GO's anchor is chosen from; best-heuristic tries the others too, as

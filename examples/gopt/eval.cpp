@@ -35,7 +35,7 @@ struct EvalCliOptions {
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy, trace_dir;
-  bool training = false, fit_memory = false;
+  bool training = false, fit_memory = false, progress = false, no_progress = false;
 };
 
 // A file name for a graph path or zoo spec: its last path component, unsafe characters as '_'.
@@ -139,9 +139,14 @@ void run_eval(const EvalCliOptions& o) {
     for (const auto& m : methods) {
       // a method that cannot take this graph (exact past its size) fails its cell only
       std::string error;
+      ProgressLine progress("eval", isatty(2) != 0);
+      go::PlaceOptions pm = po;
+      if (progress_on(o.progress, o.no_progress)) pm.on_update = progress.callback(graphs[gi] + " " + m);
       try {
-        res[gi].push_back(go::place(m, g, cluster, po));
+        res[gi].push_back(go::place(m, g, cluster, pm));
+        progress.end();
       } catch (const go::Error& e) {
+        progress.end();
         error = printable(e.what());
         res[gi].emplace_back();
         res[gi].back().method = m;
@@ -249,6 +254,8 @@ void add_eval_command(CLI::App& app) {
       ->check(seconds_at_least_zero());
   cmd->add_option("--patience", opts->patience, kPatienceHelp)->check(count_at_least());
   cmd->add_flag("--fit-memory", opts->fit_memory, kFitMemoryHelp);
+  CLI::Option* progress = cmd->add_flag("--progress", opts->progress, kProgressHelp);
+  cmd->add_flag("--no-progress", opts->no_progress, "no progress lines")->excludes(progress);
   cmd->add_option("--finetune", opts->finetune, "go: PPO updates of fine-tuning per graph (0 = zero-shot; default: --budget / the most simulations of one update (193), so that GO gets the simulations of random and anneal)")
       ->check(count_at_least());
   cmd->add_option("--trace-dir", opts->trace_dir,

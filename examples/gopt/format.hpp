@@ -21,6 +21,17 @@ namespace gopt {
 
 // Help texts that several commands share, so that a new graph format or a change of meaning
 // shows in every command's --help.
+// A duration for progress lines: "42s", "3m05s", "1h07m"; "?" when unknown.
+inline std::string duration_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  char buf[64];
+  const long long t = static_cast<long long>(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%llds", t);
+  return buf;
+}
+
 inline constexpr const char* kGraphFileHelp =
     "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N])";
 inline constexpr const char* kFusionHelp =

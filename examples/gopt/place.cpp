@@ -29,7 +29,7 @@ struct PlaceCliOptions {
   double time_limit = 0;
   std::string anchor_ties, anchor_placements;
   std::string policy;
-  bool training = false, json = false, fit_memory = false;
+  bool training = false, json = false, fit_memory = false, progress = false, no_progress = false;
 };
 
 void run_place(const PlaceCliOptions& o) {
@@ -39,7 +39,10 @@ void run_place(const PlaceCliOptions& o) {
   const go::Cluster cluster = go::load_cluster(o.cluster);
   go::OpGraph g = go::load_graph(o.graph);
   if (o.training) g = go::make_training_graph(g);
+  ProgressLine progress("place", isatty(2) != 0);
+  if (progress_on(o.progress, o.no_progress)) po.on_update = progress.callback(o.method);
   const go::PlaceResult r = go::place(o.method, g, cluster, po);
+  progress.end();
   // what the plan fuses, whatever --fusion said (go, anneal and the anchor choose fusion themselves)
   std::int64_t fused_ops = 0, fusion_groups = 0;
   {
@@ -123,6 +126,8 @@ void add_place_command(CLI::App& app) {
   cmd->add_option("--cost", opts->cost, kCostHelp);
   cmd->add_option("--out", opts->out, "write the plan (go-plan JSON)")->check(path_given());
   cmd->add_flag("--json", opts->json, "print JSON (step_time_ms, valid, optimize_seconds, ...) instead of text");
+  CLI::Option* progress = cmd->add_flag("--progress", opts->progress, kProgressHelp);
+  cmd->add_flag("--no-progress", opts->no_progress, "no progress lines")->excludes(progress);
   cmd->callback([opts, cmd]() {
     run_command("place", [&] {
       note_unused_flags(*cmd, "place", {opts->method});

@@ -55,16 +55,6 @@ struct TrainOptions {
   bool quiet = false;
 };
 
-std::string duration_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  char buf[64];
-  const long long t = static_cast<long long>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%llds", t);
-  return buf;
-}
-
 void run_train(const TrainOptions& o, go::rl::Communicator& comm) {
   const std::vector<std::string> graph_specs = split_list(o.graphs), cluster_names = split_list(o.clusters);
   GO_CHECK(!graph_specs.empty(), "--graphs names no graph (got '", o.graphs, "')");

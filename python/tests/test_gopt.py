@@ -471,6 +471,35 @@ class Simulate(unittest.TestCase):
         with self.assertRaisesRegex(gopt.Error, "patience"):
             gopt.place(g, "v100x2", "anchor-search", patience=-1)
 
+    def test_place_on_update(self):
+        # anchor-search calls on_update after each round with its count and the best plan so far; the
+        # other methods never call it; an exception it raises ends the call and comes back; a value
+        # that is not callable is refused
+        g = gopt.load_graph("zoo:rnnlm2:seq=4").training_graph()
+        seen = []
+        r = gopt.place(g, "v100x2", "anchor-search", finetune=3, on_update=seen.append)
+        self.assertEqual([d["update"] for d in seen], [1, 2, 3])
+        self.assertEqual({d["updates"] for d in seen}, {3})
+        best = [d["best_step_time_ms"] for d in seen]
+        self.assertEqual(best, sorted(best, reverse=True))
+        self.assertLessEqual(r.step_time_ms, best[-1])
+        self.assertTrue(all(d["time_limit"] == 0 for d in seen))
+        self.assertLessEqual(seen[-1]["seconds"], r.optimize_seconds)
+        seen.clear()
+        gopt.place(g, "v100x2", "human", on_update=seen.append)
+        self.assertEqual(seen, [])
+
+        class Stop(Exception):
+            pass
+
+        def stop(d):
+            if d["update"] == 2:
+                raise Stop("enough")
+        with self.assertRaisesRegex(Stop, "enough"):
+            gopt.place(g, "v100x2", "anchor-search", finetune=5, on_update=stop)
+        with self.assertRaisesRegex(gopt.Error, "on_update takes a callable"):
+            gopt.place(g, "v100x2", "anchor-search", finetune=1, on_update=3)
+
     def test_fit_memory(self):
         # the same graph: any plan fitted as place(..., fit_memory=True) fits a method's, priorities kept
         g = gopt.Graph.from_arrays(kinds=["input", "matmul", "matmul", "matmul"], edges=[[0, 1], [1, 2], [2, 3]],

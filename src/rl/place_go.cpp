@@ -180,6 +180,9 @@ Plan go_place(const OpGraph& g, const Cluster& c, const GoPlaceOptions& o, GoPla
       else
         t.update();
       stale = t.task(0).best_step_time < before ? 0 : stale + 1;
+      if (o.on_update)
+        o.on_update({t.updates_done(), t.config().updates, std::min(best_t, t.task(0).best_step_time), since(t0),
+                     o.time_limit});
     }
     rep.updates = t.updates_done();
     rep.patience_stop = o.patience > 0 && stale >= o.patience && rep.updates < t.config().updates;
@@ -241,6 +244,11 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
       const std::int64_t updates =
           po.finetune >= 0 ? po.finetune : std::max<std::int64_t>(1, po.budget / per_update);
       o.finetune = kind == Kind::zero_shot ? 0 : counted ? updates : 100000;
+      if (po.on_update)
+        o.on_update = [&po, counted](UpdateProgress p) {
+          if (!counted) p.updates = 0;  // go-one under a time limit: as many as fit in it
+          po.on_update(p);
+        };
       GoPlaceReport rep;
       Plan p = go_place(g, c, o, &rep);
       out.simulations = rep.simulations;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -36,6 +37,16 @@ inline FusionMode parse_fusion_mode(std::string_view s) {
 }
 inline constexpr std::string_view fusion_mode_name(FusionMode f) { return f == FusionMode::xla ? "xla" : "none"; }
 
+// After each update (round) of a method that runs in updates (anchor-search, go, go-one): how far
+// it is, for progress lines (PlaceOptions::on_update).
+struct UpdateProgress {
+  std::int64_t update = 0;   // updates (rounds) done
+  std::int64_t updates = 0;  // asked; 0 where the time limit alone ends them (go-one with a limit)
+  double best_step_time = std::numeric_limits<double>::infinity();  // s: the best valid plan so far
+  double seconds = 0;        // since the method started
+  double time_limit = 0;     // PlaceOptions::time_limit (0: none)
+};
+
 struct PlaceOptions {
   std::uint64_t seed = 0;           // every random choice (random, anneal, METIS) derives from it
   std::int64_t budget = 1000;       // random/anneal: simulate() calls, the final evaluation excluded
@@ -62,6 +73,9 @@ struct PlaceOptions {
   // sets moved off the devices that overflow, split fusion groups unfused), as GO's anchor does with
   // its candidates. Off by default: a method's own plan is what the literature's rule gives.
   bool fit_memory = false;
+  // anchor-search, go, go-one: called after each update (round), on the calling thread; the other
+  // methods never call it.
+  std::function<void(const UpdateProgress&)> on_update;
 };
 
 struct PlaceResult {

@@ -42,12 +42,14 @@
 // Declared here, compiled once into libgo (src/rl/place_go.cpp): a program that registers the
 // methods compiles none of GO's policy, trainer or anchor code.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "go/baselines/best_trace.hpp"
+#include "go/baselines/common.hpp"
 #include "go/graph/graph.hpp"
 #include "go/rl/config.hpp"
 #include "go/sim/cluster.hpp"
@@ -160,6 +162,7 @@ struct GoPlaceOptions {
   std::string anchor_placements = kAnchorPlacements;  // ... and placements (TrainConfig::anchor_placements)
   std::string expert;          // a plan file whose devices are the anchor's human placement
                                // (TrainConfig::anchor_expert; PlaceOptions::expert_split)
+  std::function<void(const UpdateProgress&)> on_update;  // after each update (PlaceOptions::on_update)
 };
 
 // Runs GO on graph g (already the graph to place, e.g. a training graph) and returns its best plan.
