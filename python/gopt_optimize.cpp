@@ -354,7 +354,8 @@ void bind_optimize(py::module_& m) {
         {finetune != -1, {PlaceOption::finetune, "finetune"}},
         {!anchor_ties.empty(), {PlaceOption::anchor, "anchor_ties"}},
         {!anchor_placements.empty(), {PlaceOption::anchor, "anchor_placements"}},
-        {patience != 0, {PlaceOption::patience, "patience"}}};
+        {patience != 0, {PlaceOption::patience, "patience"}},
+        {!on_update.is_none(), {PlaceOption::progress, "on_update"}}};
     for (const auto& [set, what] : given) {
       const std::string note = set ? go::unused_option_note({method}, what.first, what.second) : std::string();
       if (!note.empty() && PyErr_WarnEx(PyExc_UserWarning, ("gopt.place: " + note).c_str(), 1) < 0)

@@ -432,6 +432,10 @@ TEST_CASE("gopt place --progress: a line per update of the methods that run in u
   REQUIRE(off.code == 0);
   CHECK(off.err.empty());
   CHECK(with({}).err.empty());  // stderr is not a terminal: off by default
+  const auto human = run_gopt({"place", "zoo:rnnlm2", "--cluster", "v100x2", "--method", "human", "--progress"});
+  REQUIRE(human.code == 0);
+  CHECK_THAT(human.err, Contains("gopt place: note: --progress is not used by human (it is read by go, go-one, "
+                                 "anchor-search); ignored"));
   const auto both = with({"--progress", "--no-progress"});
   CHECK(both.code != 0);
   CHECK(count_lines(both.err) == 1);

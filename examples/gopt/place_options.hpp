@@ -89,7 +89,7 @@ inline void note_unused_flags(const CLI::App& cmd, const std::string& command, c
       {"--budget", PlaceOption::budget}, {"--time-limit", PlaceOption::time_limit}, {"--fusion", PlaceOption::fusion},
       {"--expert", PlaceOption::expert}, {"--policy", PlaceOption::policy},         {"--finetune", PlaceOption::finetune},
       {"--anchor-ties", PlaceOption::anchor}, {"--anchor-placements", PlaceOption::anchor},
-      {"--patience", PlaceOption::patience}};
+      {"--patience", PlaceOption::patience}, {"--progress", PlaceOption::progress}};
   for (const auto& [flag, option] : flags) {
     const CLI::Option* opt = cmd.get_option_no_throw(flag);
     if (!opt || opt->count() == 0) continue;

@@ -486,8 +486,11 @@ class Simulate(unittest.TestCase):
         self.assertTrue(all(d["time_limit"] == 0 for d in seen))
         self.assertLessEqual(seen[-1]["seconds"], r.optimize_seconds)
         seen.clear()
-        gopt.place(g, "v100x2", "human", on_update=seen.append)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            gopt.place(g, "v100x2", "human", on_update=seen.append)
         self.assertEqual(seen, [])
+        self.assertIn("on_update is not used by human", str(w[0].message))
 
         class Stop(Exception):
             pass

@@ -289,7 +289,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                  run(Kind::finetuned)};
   go.decides_fusion = true;
   go.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::policy,
-              PlaceOption::finetune, PlaceOption::anchor, PlaceOption::patience};
+              PlaceOption::finetune, PlaceOption::anchor, PlaceOption::patience, PlaceOption::progress};
   register_place_method(go);
   PlaceMethod zs{
       "go-zero-shot",
@@ -312,7 +312,7 @@ void register_go_methods(const std::string& default_policy, int samples, int fin
                      run(Kind::search)};
   search.decides_fusion = true;
   search.reads = {PlaceOption::budget, PlaceOption::time_limit, PlaceOption::expert, PlaceOption::finetune,
-                  PlaceOption::anchor, PlaceOption::patience};
+                  PlaceOption::anchor, PlaceOption::patience, PlaceOption::progress};
   register_place_method(search);
   PlaceMethod bh{
       "best-heuristic",

@@ -51,7 +51,7 @@ using PlaceFn = std::function<Plan(const OpGraph&, const Cluster&, const PlaceOp
 // The PlaceOptions a method may read besides seed, sim and fit_memory (which place() applies to
 // every method): a front end says when an option it was given goes unused (gopt place and eval,
 // gopt.place; unused_option_note below).
-enum class PlaceOption : std::uint8_t { budget, time_limit, fusion, expert, policy, finetune, anchor, patience };
+enum class PlaceOption : std::uint8_t { budget, time_limit, fusion, expert, policy, finetune, anchor, patience, progress };
 
 struct PlaceMethod {
   std::string name;
