@@ -332,8 +332,10 @@ void bind_optimize(py::module_& m) {
     GO_CHECK(on_update.is_none() || PyCallable_Check(on_update.ptr()),
              "gopt.place: on_update takes a callable (one argument, a dict), got ",
              std::string(py::str(on_update.get_type().attr("__name__"))));
-    if (!on_update.is_none())
-      o.on_update = [on_update](const go::UpdateProgress& p) {
+    // borrowed: the argument outlives the call, so copies of the options, which may be made without
+    // the GIL, touch no reference count
+    if (PyObject* fn = on_update.is_none() ? nullptr : on_update.ptr())
+      o.on_update = [fn](const go::UpdateProgress& p) {
         py::gil_scoped_acquire gil;  // place runs without the GIL; an exception the callable raises ends it
         py::dict d;
         d["update"] = p.update;
@@ -341,7 +343,7 @@ void bind_optimize(py::module_& m) {
         d["best_step_time_ms"] = std::isfinite(p.best_step_time) ? py::object(py::float_(p.best_step_time * 1e3)) : py::none();
         d["seconds"] = p.seconds;
         d["time_limit"] = p.time_limit;
-        on_update(d);
+        py::reinterpret_borrow<py::object>(fn)(d);  // (as a statement, `py::handle(fn)(d);` declares a variable)
       };
     // an argument away from its default that the method does not read: a UserWarning, as gopt place's note
     using go::PlaceOption;

@@ -19,8 +19,6 @@
 
 namespace gopt {
 
-// Help texts that several commands share, so that a new graph format or a change of meaning
-// shows in every command's --help.
 // A duration for progress lines: "42s", "3m05s", "1h07m"; "?" when unknown.
 inline std::string duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -32,6 +30,8 @@ inline std::string duration_text(double s) {
   return buf;
 }
 
+// Help texts that several commands share, so that a new graph format or a change of meaning
+// shows in every command's --help.
 inline constexpr const char* kGraphFileHelp =
     "graph file (.onnx, go-graph .json, PipeDream graph.txt, dnn-partitioning .json, NeuSight .csv[:layers=N])";
 inline constexpr const char* kFusionHelp =

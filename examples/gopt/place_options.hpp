@@ -27,10 +27,13 @@ inline constexpr const char* kProgressHelp =
     "one line rewritten in place)";
 
 // Progress lines of the methods that run in updates, on stderr: on a terminal one line rewritten
-// in place (end() closes it), elsewhere a line per update.
+// in place (end(), or the destructor where an error unwinds, closes it), elsewhere a line per update.
 class ProgressLine {
  public:
   ProgressLine(std::string command, bool tty) : command_(std::move(command)), tty_(tty) {}
+  ProgressLine(const ProgressLine&) = delete;  // the callbacks hold `this`
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() { end(); }
   // What the methods call, for `label` (a method, or a graph and a method).
   std::function<void(const go::UpdateProgress&)> callback(const std::string& label) {
     return [this, label](const go::UpdateProgress& p) { print(label, p); };
