@@ -144,14 +144,13 @@ void run_eval(const EvalCliOptions& o) {
       if (progress_on(o.progress, o.no_progress)) pm.on_update = progress.callback(graphs[gi] + " " + m);
       try {
         res[gi].push_back(go::place(m, g, cluster, pm));
-        progress.end();
       } catch (const go::Error& e) {
-        progress.end();
         error = printable(e.what());
         res[gi].emplace_back();
         res[gi].back().method = m;
         if (failures++ == 0) first_failure = graphs[gi] + " " + m + ": " + error;
       }
+      progress.end();  // before the cell's own line
       failed[gi].push_back(error);
       const go::PlaceResult& r = res[gi].back();
       if (!error.empty()) std::fprintf(stderr, "gopt eval: %s %s: failed: %s\n", graphs[gi].c_str(), m.c_str(), error.c_str());
