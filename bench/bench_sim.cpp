@@ -332,6 +332,11 @@ struct DecodeSetup {
   go::policy::DecodeOptions options;  // into every producer
   std::int64_t groups = 0;
   bool same = false;  // decode's groups are the heuristic's
+  // fine-tuning's block moves: 20 rows to the next device, at a tenth and at half of the rows,
+  // decoded from the log of `actions` (the anchor's) and whole
+  go::policy::DecodeLog log;
+  go::policy::Actions moved[2];
+  std::int64_t decided[2] = {0, 0};
 };
 
 DecodeSetup& decode_setup() {
@@ -345,7 +350,7 @@ DecodeSetup& decode_setup() {
     st.actions = go::policy::actions_from_plan(g, st.pg, st.human, 8);
     std::fill_n(st.actions.fuse.data<std::int32_t>(), st.actions.fuse.numel(), 1);
     st.options.join = go::policy::FusionJoin::all;
-    const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, st.options);
+    const go::policy::Decision d = go::policy::decode(g, st.pg, st.actions, 8, st.options, nullptr, nullptr, &st.log);
     st.pg_unpooled = st.pg;
     st.pg_unpooled.fusion_groups = nullptr;
     st.pg_as_given = st.pg;
@@ -361,6 +366,16 @@ DecodeSetup& decode_setup() {
     const go::policy::Decision anew = go::policy::decode(g, st.pg_unpooled, st.actions, 8, st.options);
     st.same = x.fusion == d.fusion_group && e.fusion_group == d.fusion_group && again.fusion_group == d.fusion_group &&
               anew.fusion_group == d.fusion_group && st.pg.fusion_index->topo;
+    for (int m = 0; m < 2; ++m) {
+      st.moved[m] = st.actions.clone();
+      std::int32_t* dev = st.moved[m].device.data<std::int32_t>();
+      const std::int32_t begin = g.num_ops() / (m == 0 ? 10 : 2);
+      for (std::int32_t r = begin; r < begin + 20; ++r) dev[r] = (dev[r] + 1) % 8;
+      go::policy::DecodeLog l;
+      const go::policy::Decision from = go::policy::decode(g, st.pg, st.moved[m], 8, st.options, nullptr, &st.log, &l);
+      st.same = st.same && from.fusion_group == go::policy::decode(g, st.pg, st.moved[m], 8, st.options).fusion_group;
+      st.decided[m] = l.decided;
+    }
     go::Cluster c = go::cluster_preset("v100x8");
     for (auto& dev : c.devices) dev.spec.memory_bytes = 1LL << 40;
     st.sim = std::make_unique<go::Simulator>(g, c);
@@ -373,7 +388,8 @@ void BM_decode_80k(benchmark::State& state) {
   DecodeSetup& s = decode_setup();
   if (!s.same) {
     state.SkipWithError("decode's fusion groups differ from the XLA-like heuristic's on the same devices, or from "
-                        "decode's on the graph's own ids, or with or without the pool (or the graph was not renumbered)");
+                        "decode's on the graph's own ids, or with or without the pool, or from a log and whole (or the "
+                        "graph was not renumbered)");
     return;
   }
   const go::OpGraph& g = s.graph;
@@ -383,6 +399,10 @@ void BM_decode_80k(benchmark::State& state) {
     if (what == 0 || what == 3 || what == 4) {
       const go::policy::PolicyGraph& pg = what == 0 ? s.pg : what == 3 ? s.pg_as_given : s.pg_unpooled;
       const go::policy::Decision d = go::policy::decode(g, pg, s.actions, 8, s.options);
+      benchmark::DoNotOptimize(d.num_groups);
+    } else if (what >= 5) {
+      const go::policy::Actions& m = s.moved[(what - 5) % 2];
+      const go::policy::Decision d = go::policy::decode(g, s.pg, m, 8, s.options, nullptr, what < 7 ? &s.log : nullptr);
       benchmark::DoNotOptimize(d.num_groups);
     } else if (what == 1) {
       go::Plan p = s.human;
@@ -395,12 +415,17 @@ void BM_decode_80k(benchmark::State& state) {
                  : what == 1 ? "anchor: apply_xla_fusion, the same groups"
                  : what == 2 ? "reference: one simulation of the decoded plan"
                  : what == 3 ? "anchor: policy::decode merging on the graph's own ids (no relabel), the same groups"
-                             : "anchor: policy::decode with a FusionGroups made anew (no pool), the same groups");
+                 : what == 4 ? "anchor: policy::decode with a FusionGroups made anew (no pool), the same groups"
+                 : what == 5 ? "policy::decode from /0's log after 20 rows moved at a tenth of the rows"
+                 : what == 6 ? "policy::decode from /0's log after 20 rows moved at half of the rows"
+                 : what == 7 ? "anchor: /5's actions decoded whole"
+                             : "anchor: /6's actions decoded whole");
+  if (what == 5 || what == 6) state.counters["decided"] = static_cast<double>(s.decided[what - 5]);
   state.counters["ops"] = g.num_ops();
   state.counters["groups"] = static_cast<double>(s.groups);
   state.counters["per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_decode_80k)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decode_80k)->DenseRange(0, 8)->Unit(benchmark::kMillisecond);
 
 void BM_sim_construct_80k(benchmark::State& state) {
   Setup& s = setup();

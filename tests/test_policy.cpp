@@ -1034,6 +1034,7 @@ TEST_CASE("decode: from a base's log, a decode gives the whole decode's decision
     }
   };
   std::int64_t replayed = 0;  // merges the bases gave (so that the test sees the prefix taken)
+  std::int64_t decided_whole = 0, decided_from = 0;  // decisions made by merging
   auto check = [&](const OpGraph& g, int D, std::uint64_t seed, int moves) {
     const PolicyGraph pg = PolicyGraph::from_graph(g);
     const std::int32_t n = g.num_ops();
@@ -1063,6 +1064,8 @@ TEST_CASE("decode: from a base's log, a decode gives the whole decode's decision
         same(from, whole);
         same_log(from_log, whole_log);
         for (const auto& mg : log.merges) replayed += mg.position < begin ? 1 : 0;
+        decided_whole += whole_log.decided;
+        decided_from += from_log.decided;
         if (rng.uniform() < 0.5f) {  // the next moves from this one's log (a new anchor), or from the old
           log = std::move(from_log);
           cur = std::move(next);
@@ -1096,6 +1099,105 @@ TEST_CASE("decode: from a base's log, a decode gives the whole decode's decision
     check(make_training_graph(load_graph(spec)), 2, 5, 6);
   }
   CHECK(replayed > 1000);
+  CHECK(decided_from * 10 < decided_whole);  // most decisions after a move are the base's
+}
+
+// After the first changed op, a decision is taken from the base only where what it read is as the
+// base had it. Here v's cycle search in the base goes from p through e into the group {c, s2, s1}
+// (entered at s1, left from s2, which c feeds) and on through t to v, so v joins t instead of p;
+// moving s1 to the other device takes it out of that group, and v joins p. Nothing v reads
+// directly changes (its producers, their devices and groups), only a group its search went
+// through. (q-u1-u2-u3-r, a chain fused on its own, runs beside them: the decisions on it after
+// the move are the base's.)
+TEST_CASE("decode: from a base's log, a decision whose cycle search went through a changed group is made again",
+          "[policy]") {
+  go_test::Tiny t;
+  const OpKind k = OpKind::relu;
+  const OpId c = t.op("c", 1, 1000, {}, 0, k), p = t.op("p", 1, 1000, {}, 0, k), e = t.op("e", 1, 10, {p}, 0, k);
+  const OpId s1 = t.op("s1", 1, 10, {c, e}, 0, k), s2 = t.op("s2", 1, 10, {c}, 0, k), tt = t.op("t", 1, 10, {s2}, 0, k);
+  const OpId q = t.op("q", 1, 1000, {}, 0, k), u1 = t.op("u1", 1, 10, {q}, 0, k), u2 = t.op("u2", 1, 10, {u1}, 0, k);
+  const OpId u3 = t.op("u3", 1, 10, {u2}, 0, k), r = t.op("r", 1, 10, {u3}, 0, k), v = t.op("v", 1, 10, {p, tt}, 0, k);
+  const OpGraph g = t.build();
+  REQUIRE(g.topo_position(s1) < g.topo_position(u2));
+  REQUIRE(g.topo_position(u2) < g.topo_position(v));
+  const PolicyGraph pg = PolicyGraph::from_graph(g);
+  const std::int32_t n = g.num_ops();
+  Actions a{Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32), Tensor::zeros(Shape{n}, DType::i32)};
+  for (OpId x : {c, p, s1, s2, q, u1, u2, u3, r, v}) a.fuse.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(x)]] = 1;
+  const DecodeOptions o{.join = FusionJoin::main};
+  DecodeLog log;
+  const Decision before = decode(g, pg, a, 2, o, nullptr, nullptr, &log);
+  CHECK(before.fusion_group[static_cast<std::size_t>(v)] == before.fusion_group[static_cast<std::size_t>(tt)]);
+  CHECK(before.fusion_group[static_cast<std::size_t>(s1)] == before.fusion_group[static_cast<std::size_t>(s2)]);
+  const auto at_v = static_cast<std::size_t>(g.topo_position(v));
+  REQUIRE(log.read_off.size() == static_cast<std::size_t>(n) + 1);
+  const std::vector<std::int32_t> read_at_v(log.reads.begin() + log.read_off[at_v], log.reads.begin() + log.read_off[at_v + 1]);
+  CHECK(std::find(read_at_v.begin(), read_at_v.end(), g.topo_position(s1)) != read_at_v.end());
+  Actions moved = a.clone();
+  moved.device.data<std::int32_t>()[pg.row_of[static_cast<std::size_t>(s1)]] = 1;
+  DecodeLog whole_log, from_log;
+  const Decision whole = decode(g, pg, moved, 2, o, nullptr, nullptr, &whole_log);
+  const Decision from = decode(g, pg, moved, 2, o, nullptr, &log, &from_log);
+  CHECK(whole.fusion_group[static_cast<std::size_t>(v)] == whole.fusion_group[static_cast<std::size_t>(p)]);
+  CHECK(from.fusion_group == whole.fusion_group);
+  CHECK(from.fused == whole.fused);
+  CHECK(from_log.decided < whole_log.decided);  // r's decision (after v's) is the base's
+}
+
+// The same on many random graphs of fusable ops whose groups fan out from shared producers (so
+// paths between groups go through their members), with single rows moved and fuse actions flipped
+// one after another, tight search budgets among the options.
+TEST_CASE("decode: from a base's log after single-row moves on fan-out graphs, the whole decode's groups", "[policy]") {
+  std::int64_t decided_whole = 0, decided_from = 0, differ = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    Rng rng(seed);
+    GraphBuilder b(GraphInfo{});
+    const std::int32_t n = 120;
+    for (std::int32_t i = 0; i < n; ++i) {
+      OpSpec s;
+      s.name = "op" + std::to_string(i);
+      s.kind = rng.uniform() < 0.8f ? OpKind::relu : OpKind::add;
+      TensorSpec out;
+      out.shape = {static_cast<std::int64_t>(1 + rng.uniform_int(64)), 16};
+      s.outputs.push_back(out);
+      const int k = i == 0 ? 0 : 1 + static_cast<int>(rng.uniform_int(2));
+      for (int j = 0; j < k; ++j)
+        s.inputs.push_back(TensorRef{static_cast<std::int64_t>(rng.uniform_int(static_cast<std::uint64_t>(i))), 0});
+      b.add_op(std::move(s));
+    }
+    const OpGraph g = b.build();
+    const PolicyGraph pg = PolicyGraph::from_graph(g);
+    const int D = 2 + static_cast<int>(seed % 2);
+    Actions a = run_actions(n, D, rng, 0, 0.7f);
+    for (const DecodeOptions& o : {DecodeOptions{}, DecodeOptions{.join = FusionJoin::main},
+                                   DecodeOptions{.search_budget = 6}, DecodeOptions{.search_budget = 12, .join = FusionJoin::main}}) {
+      DecodeLog log;
+      Decision last = decode(g, pg, a, D, o, nullptr, nullptr, &log);
+      Actions cur = a.clone();
+      for (int m = 0; m < 30; ++m) {
+        Actions next = cur.clone();
+        const auto row = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(n)));
+        if (rng.uniform() < 0.7f) next.device.data<std::int32_t>()[row] = static_cast<std::int32_t>(rng.uniform_int(static_cast<std::uint64_t>(D)));
+        else next.fuse.data<std::int32_t>()[row] ^= 1;
+        DecodeLog whole_log, from_log;
+        const Decision whole = decode(g, pg, next, D, o, nullptr, nullptr, &whole_log);
+        const Decision from = decode(g, pg, next, D, o, nullptr, &log, &from_log);
+        CHECK(from.fusion_group == whole.fusion_group);
+        CHECK(from.refused_cycle == whole.refused_cycle);
+        CHECK(from.refused_rule == whole.refused_rule);
+        differ += whole.fusion_group != last.fusion_group ? 1 : 0;
+        decided_whole += whole_log.decided;
+        decided_from += from_log.decided;
+        if (rng.uniform() < 0.7f) {
+          log = std::move(from_log);
+          cur = std::move(next);
+          last = whole;
+        }
+      }
+    }
+  }
+  CHECK(differ > 1000);
+  CHECK(decided_from * 4 < decided_whole);
 }
 
 // The anchor's fused candidates (go/rl/anchor.hpp) are decoded from "fuse into producers" on every

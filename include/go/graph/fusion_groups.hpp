@@ -155,6 +155,7 @@ class FusionGroups {
     counted_ = false;
     grouped_end_ = -1;
     problem_ = {};
+    reads_ = nullptr;
     lone(g);
   }
   const FusionIndex* shared_index() const { return shared_.get(); }
@@ -209,6 +210,19 @@ class FusionGroups {
     for (const auto& m : members_) k += m.size() >= 2 ? 1 : 0;
     return k;
   }
+  // f(op) for each op of v's group.
+  template <class F>
+  void for_each_member(OpId v, F&& f) const {
+    const OpId r = group(v);
+    for (OpId m : members_of(r)) f(m);
+  }
+  // Where `to` is not null, each cycle search from now on appends to it, for every group it goes
+  // into (other than the two being merged, which a merge reads whole), the topological position of
+  // the op it entered at. What else a merge reads of other groups is whether an op belongs to one
+  // of the two, or to a group the search went into (then the op's group is that group as long as
+  // the op it was entered at is in it). policy::decode's log keeps these to know which later
+  // decisions a changed group can change.
+  void record_reads(std::vector<std::int32_t>* to) { reads_ = to; }
 
  private:
   // The union of groups A != B, found legal and acyclic, with its operand bound.
@@ -443,7 +457,9 @@ class FusionGroups {
       auto visit = [&](OpId S, std::int32_t pos) {  // true: the path is found
         if (S == X) return false;
         if (S == Y) return U != X;  // a direct edge X -> Y is no path
-        if (pos > limit || stamp_[static_cast<std::size_t>(S)] == search_) return false;
+        if (pos > limit) return false;
+        if (stamp_[static_cast<std::size_t>(S)] == search_) return false;
+        if (reads_) reads_->push_back(pos);  // S's members are read from here on
         stamp_[static_cast<std::size_t>(S)] = search_;
         queue_.push_back(S);
         return false;
@@ -500,6 +516,7 @@ class FusionGroups {
   std::vector<std::uint32_t> stamp_;
   std::uint32_t search_ = 0;
   std::int32_t grouped_end_ = -1;           // the last topological position of an op in a group of two or more
+  std::vector<std::int32_t>* reads_ = nullptr;  // record_reads()
   std::vector<OpId> queue_;
   FusionProblem problem_;
 };

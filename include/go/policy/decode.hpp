@@ -66,15 +66,21 @@ struct DecodeOptions {
   FusionJoin join = FusionJoin::graph;
 };
 
-// How decode() built one decision's fusion groups (its `log`), so that the decode of actions that
-// agree with those on a prefix of the merge order can start where they part (its `base`). What is
-// decided at an op depends only on the groups so far (of earlier ops: the cycle search goes
-// through earlier ops only), its fuse action, its device where it asks to fuse and has producers,
-// and its producers' devices. So up to the first op where a fuse action differs, or a device
-// (after colocation) that such an op or a consumer reads, the base's merges are the decode's, and
-// they are repeated unchecked (FusionGroups::replay). Fine-tuning's moves change a run of rows;
-// the merges after it, a training graph's backward pass, cost the most, so a decode from the
-// current anchor's log takes 76-88% of a whole one's time on the paper table's graphs.
+// How decode() built one decision's fusion groups (its `log`), so that the decode of other actions
+// can take from it what they would decide alike (its `base`). What is decided at an op depends
+// only on the groups so far (of earlier ops: the cycle search goes through earlier ops only), its
+// fuse action, its device where it asks to fuse and has producers, and its producers' devices. So
+// up to the first op where a fuse action differs, or a device (after colocation) that such an op
+// or a consumer reads, the base's merges are the decode's, and they are repeated unchecked
+// (FusionGroups::replay). After it, an op's decision is the base's again where everything it read
+// is as the base had it: its own and its producers' actions, its producers' groups, and the groups
+// its cycle searches went through (the log keeps their ops' positions, FusionGroups::record_reads;
+// the searches' other bound is the op's own position, as every group so far ends at or before
+// it). A group may differ from the base's once
+// a decision that differs from the base's touched it (the op's group and its producers'), or it
+// merged with such a group; decode() keeps track of those, and decides anew only where a decision
+// read one. Fine-tuning's moves change a run of rows, so most of the merges after it, a training
+// graph's backward pass, are taken from the log too.
 struct DecodeLog {
   const OpGraph* graph = nullptr;  // the graph merged on (the PolicyGraph's renumbered copy or g)
   std::int32_t num_devices = 0;
@@ -92,6 +98,11 @@ struct DecodeLog {
     std::int64_t bound;
   };
   std::vector<Merge> merges;  // in order
+  // The positions of the ops whose groups the cycle searches read, in the order of the merge
+  // order's positions: position k's are reads[read_off[k], read_off[k + 1]).
+  std::vector<std::int64_t> read_off;
+  std::vector<std::int32_t> reads;
+  std::int64_t decided = 0;  // positions whose decision was made by merging, not taken from the base
 };
 
 // The actions (rows in pg's order) that describe a plan: its devices, its priorities as levels
@@ -241,10 +252,11 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const auto order = fg.topo_order();
   auto fuse_of = [&](OpId v) { return af[renumbered ? v : pg.row_of[static_cast<std::size_t>(v)]]; };
   if (log) {
-    *log = DecodeLog{&fg, num_devices, opt.colocate, join_main, opt.search_budget, {}, {}, {}, {}};
+    *log = DecodeLog{&fg, num_devices, opt.colocate, join_main, opt.search_budget, {}, {}, {}, {}, {}, {}, 0};
     log->device.resize(N);
     log->fuse.resize(N);
     log->outcome.assign(N, DecodeLog::not_asked);
+    log->read_off.assign(N + 1, 0);
     for (std::size_t k = 0; k < N; ++k) {
       log->device[k] = device[static_cast<std::size_t>(order[k])];
       log->fuse[k] = fuse_of(order[k]) == 1 ? 1 : 0;
@@ -261,8 +273,12 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   };
   // the first position whose decision may differ from the base's, and the base's merges before it
   std::size_t from = 0;
-  if (base && base->graph == &fg && base->num_devices == num_devices && base->colocate == opt.colocate &&
-      base->join_main == join_main && base->search_budget == opt.search_budget && base->device.size() == N) {
+  const bool use_base = base && base->graph == &fg && base->num_devices == num_devices &&
+                        base->colocate == opt.colocate && base->join_main == join_main &&
+                        base->search_budget == opt.search_budget && base->device.size() == N &&
+                        base->read_off.size() == N + 1;
+  std::size_t bm = 0;  // the base's first merge not taken yet
+  if (use_base) {
     // An op's device is read where it is decided, if it asks to fuse and has producers, and where
     // its consumers are (each joins its producers on its own device); its fuse action where it is
     // decided. A weight moved with its layer changes nothing before the layer's first consumer.
@@ -280,8 +296,8 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
         }
       }
     }
-    for (const DecodeLog::Merge& m : base->merges) {
-      if (static_cast<std::size_t>(m.position) >= from) break;
+    for (; bm < base->merges.size() && static_cast<std::size_t>(base->merges[bm].position) < from; ++bm) {
+      const DecodeLog::Merge& m = base->merges[bm];
       groups.replay(m.a, m.b, m.bound, m.exact);
       if (log) log->merges.push_back(m);
     }
@@ -290,42 +306,122 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       if (log) log->outcome[k] = o;
       tally(o);
     }
+    if (log) {
+      std::copy(base->read_off.begin(), base->read_off.begin() + static_cast<std::ptrdiff_t>(from) + 1, log->read_off.begin());
+      log->reads.assign(base->reads.begin(), base->reads.begin() + base->read_off[from]);
+    }
   }
+  // After `from`, the groups that may differ from the base's: `changed` per group (read at its
+  // FusionGroups::group() representative), and per position every member of such a group
+  // (`marked`). A group is marked whole when it changes, and a group that merges with a changed
+  // one is marked before the merge, so each op is marked once.
+  const bool incremental = use_base && from < N;
+  std::vector<char> changed, marked;
+  if (incremental) {
+    changed.assign(N, 0);
+    marked.assign(N, 0);
+  }
+  auto mark_members = [&](OpId x) {
+    groups.for_each_member(x, [&](OpId m) { marked[static_cast<std::size_t>(fg.topo_position(m))] = 1; });
+  };
+  auto change = [&](OpId x) {
+    const auto r = static_cast<std::size_t>(groups.group(x));
+    if (changed[r]) return;
+    changed[r] = 1;
+    mark_members(x);
+  };
+  auto is_changed = [&](OpId x) { return changed[static_cast<std::size_t>(groups.group(x))] != 0; };
+  auto reads_unchanged = [&](std::size_t k) {  // every group the base's searches at k read
+    for (auto e = base->read_off[k]; e < base->read_off[k + 1]; ++e)
+      if (marked[static_cast<std::size_t>(base->reads[static_cast<std::size_t>(e)])]) return false;
+    return true;
+  };
+  if (log) groups.record_reads(&log->reads);
   std::vector<std::pair<std::int64_t, OpId>> largest_first;
+  std::vector<std::pair<OpId, OpId>> made;  // the merges decided at the current op
   for (std::size_t k = from; k < N; ++k) {
     const OpId v = order[k];
-    if (fuse_of(v) != 1) continue;
+    const bool asks = fuse_of(v) == 1;
     const std::int32_t dv = device[static_cast<std::size_t>(v)];
-    bool joined = false;
-    auto first_refusal = DecodeLog::none_refused;  // the first producer's reason, where none is joined
-    auto join = [&](OpId p) {
-      auto refusal = DecodeLog::none_refused;
-      if (device[static_cast<std::size_t>(p)] != dv) {
-        refusal = DecodeLog::refused_device;
-      } else {
-        switch (groups.merge(p, v)) {
-          case FusionGroups::Merge::merged:
-            joined = true;
-            if (log)
-              log->merges.push_back({p, v, static_cast<std::int32_t>(k), groups.last_union_exact(),
-                                     groups.last_union_bound()});
-            break;
-          case FusionGroups::Merge::same_group: break;  // a producer feeding two inputs, or one the group holds
-          case FusionGroups::Merge::refused_rule: refusal = DecodeLog::refused_rule; break;
-          case FusionGroups::Merge::refused_cycle: refusal = DecodeLog::refused_cycle; break;
+    // the base's merges at this position
+    std::size_t bend = bm;
+    if (incremental)
+      while (bend < base->merges.size() && static_cast<std::size_t>(base->merges[bend].position) == k) ++bend;
+    if (log) log->read_off[k] = static_cast<std::int64_t>(log->reads.size());
+    if (incremental && asks && base->fuse[k] == 1 && base->device[k] == dv && !is_changed(v)) {
+      bool same = true;
+      for (OpId p : fg.pred(v))
+        same = same && base->device[static_cast<std::size_t>(fg.topo_position(p))] == device[static_cast<std::size_t>(p)] &&
+               !is_changed(p);
+      if (same && reads_unchanged(k)) {  // everything the base's decision read is as it was: take it
+        for (; bm < bend; ++bm) {
+          const DecodeLog::Merge& m = base->merges[bm];
+          groups.replay(m.a, m.b, m.bound, m.exact);
+          if (log) log->merges.push_back(m);
         }
+        const auto o = static_cast<DecodeLog::Outcome>(base->outcome[k]);
+        tally(o);
+        if (log) {
+          log->outcome[k] = o;
+          log->reads.insert(log->reads.end(), base->reads.begin() + base->read_off[k], base->reads.begin() + base->read_off[k + 1]);
+        }
+        continue;
       }
-      if (first_refusal == DecodeLog::none_refused) first_refusal = refusal;
-    };
-    if (join_main) {
-      fusion_producers_largest_first(fg, v, largest_first);
-      for (std::size_t j = 0; j < largest_first.size() && !joined; ++j) join(largest_first[j].second);
-    } else {
-      for_each_fusion_producer(fg, v, join);
     }
-    const DecodeLog::Outcome o = joined ? DecodeLog::fused : first_refusal;
-    tally(o);
-    if (log) log->outcome[k] = o;
+    made.clear();
+    if (asks) {
+      if (log) ++log->decided;
+      bool joined = false;
+      auto first_refusal = DecodeLog::none_refused;  // the first producer's reason, where none is joined
+      auto join = [&](OpId p) {
+        auto refusal = DecodeLog::none_refused;
+        if (device[static_cast<std::size_t>(p)] != dv) {
+          refusal = DecodeLog::refused_device;
+        } else {
+          // a group that merges with a changed one is changed: its members are marked first
+          const bool cp = incremental && is_changed(p), cv = incremental && is_changed(v);
+          if (cp != cv) mark_members(cp ? v : p);
+          switch (groups.merge(p, v)) {
+            case FusionGroups::Merge::merged:
+              joined = true;
+              if (cp || cv) changed[static_cast<std::size_t>(groups.group(v))] = 1;
+              made.emplace_back(p, v);
+              if (log)
+                log->merges.push_back({p, v, static_cast<std::int32_t>(k), groups.last_union_exact(),
+                                       groups.last_union_bound()});
+              break;
+            case FusionGroups::Merge::same_group: break;  // a producer feeding two inputs, or one the group holds
+            case FusionGroups::Merge::refused_rule: refusal = DecodeLog::refused_rule; break;
+            case FusionGroups::Merge::refused_cycle: refusal = DecodeLog::refused_cycle; break;
+          }
+        }
+        if (first_refusal == DecodeLog::none_refused) first_refusal = refusal;
+      };
+      if (join_main) {
+        fusion_producers_largest_first(fg, v, largest_first);
+        for (std::size_t j = 0; j < largest_first.size() && !joined; ++j) join(largest_first[j].second);
+      } else {
+        for_each_fusion_producer(fg, v, join);
+      }
+      const DecodeLog::Outcome o = joined ? DecodeLog::fused : first_refusal;
+      tally(o);
+      if (log) log->outcome[k] = o;
+    }
+    if (incremental) {
+      // Merges other than the base's leave this op's group and its producers' unlike the base's.
+      bool same = bend - bm == made.size();
+      for (std::size_t j = 0; same && j < made.size(); ++j)
+        same = base->merges[bm + j].a == made[j].first && base->merges[bm + j].b == made[j].second;
+      bm = bend;
+      if (!same) {
+        change(v);
+        for (OpId p : fg.pred(v)) change(p);
+      }
+    }
+  }
+  if (log) {
+    groups.record_reads(nullptr);
+    log->read_off[N] = static_cast<std::int64_t>(log->reads.size());
   }
   d.fusion_group = groups.fusion();
   if (renumbered) {  // back to g's ids: op i is pg.order[i], and so is its group's leader
