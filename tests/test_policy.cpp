@@ -962,6 +962,10 @@ TEST_CASE("decode: fusion groups are single-device and convex, colocation is res
       colocated += fresh ? 0 : 1;
     }
     CHECK(colocated > 10);
+    PolicyGraph unlisted = pg;  // without the policy graph's list of colocated ops: read from the graph
+    unlisted.colocated.clear();
+    unlisted.colocation_groups = -1;
+    CHECK(decode(g, unlisted, a, D).device == d.device);
     if (seed <= 3) {  // colocation ids far apart (not usable as indices): the same decision
       const OpGraph sparse = random_op_graph(300, seed, 5, 400'000'000);
       const Decision ds = decode(sparse, PolicyGraph::from_graph(sparse), a, D);

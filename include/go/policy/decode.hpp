@@ -212,7 +212,14 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     return taken;
   }
   const auto topo = g.topo_order();
-  if (opt.colocate) {  // a group's ops take the device of its first op in topological order
+  if (opt.colocate && pg.colocation_groups >= 0) {  // a group's ops take the device of its first op in topological order
+    std::vector<std::int32_t> first(static_cast<std::size_t>(pg.colocation_groups), -1);
+    for (const auto& [v, c] : pg.colocated) {
+      std::int32_t& f = first[static_cast<std::size_t>(c)];
+      if (f < 0) f = d.device[static_cast<std::size_t>(v)];
+      else d.device[static_cast<std::size_t>(v)] = f;
+    }
+  } else if (opt.colocate) {  // the same from the graph's op records
     auto colocate = [&](auto&& first_of) {  // first_of(group): its first op's device, -1 before it
       for (OpId v : topo) {
         const std::int32_t c = g.op(v).colocation;
