@@ -258,6 +258,9 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
   const bool join_main = (opt.join == FusionJoin::graph ? pg.join : opt.join) == FusionJoin::main;
   const auto order = fg.topo_order();
   auto fuse_of = [&](OpId v) { return af[renumbered ? v : pg.row_of[static_cast<std::size_t>(v)]]; };
+  auto position = [&](OpId v) {  // in the merge order (on the renumbered copy, the op's id)
+    return static_cast<std::size_t>(renumbered ? v : fg.topo_position(v));
+  };
   if (log) {
     *log = DecodeLog{&fg, num_devices, opt.colocate, join_main, opt.search_budget, {}, {}, {}, {}, {}, {}, 0};
     log->device.resize(N);
@@ -299,7 +302,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
         if (fuse && !fg.pred(v).empty()) {
           from = k;
         } else {
-          for (OpId c : fg.succ(v)) from = std::min(from, static_cast<std::size_t>(fg.topo_position(c)));
+          for (OpId c : fg.succ(v)) from = std::min(from, position(c));
         }
       }
     }
@@ -329,7 +332,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     marked.assign(N, 0);
   }
   auto mark_members = [&](OpId x) {
-    groups.for_each_member(x, [&](OpId m) { marked[static_cast<std::size_t>(fg.topo_position(m))] = 1; });
+    groups.for_each_member(x, [&](OpId m) { marked[position(m)] = 1; });
   };
   auto change = [&](OpId x) {
     const auto r = static_cast<std::size_t>(groups.group(x));
@@ -358,7 +361,7 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     if (incremental && asks && base->fuse[k] == 1 && base->device[k] == dv && !is_changed(v)) {
       bool same = true;
       for (OpId p : fg.pred(v))
-        same = same && base->device[static_cast<std::size_t>(fg.topo_position(p))] == device[static_cast<std::size_t>(p)] &&
+        same = same && base->device[position(p)] == device[static_cast<std::size_t>(p)] &&
                !is_changed(p);
       if (same && reads_unchanged(k)) {  // everything the base's decision read is as it was: take it
         for (; bm < bend; ++bm) {
