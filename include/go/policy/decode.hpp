@@ -262,7 +262,12 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     return static_cast<std::size_t>(renumbered ? v : fg.topo_position(v));
   };
   if (log) {
-    *log = DecodeLog{&fg, num_devices, opt.colocate, join_main, opt.search_budget, {}, {}, {}, {}, {}, {}, 0};
+    *log = DecodeLog{};
+    log->graph = &fg;
+    log->num_devices = num_devices;
+    log->colocate = opt.colocate;
+    log->join_main = join_main;
+    log->search_budget = opt.search_budget;
     log->device.resize(N);
     log->fuse.resize(N);
     log->outcome.assign(N, DecodeLog::not_asked);
