@@ -423,15 +423,16 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
       if (log) log->outcome[k] = o;
     }
     if (incremental) {
-      // Merges other than the base's leave this op's group and its producers' unlike the base's.
+      // Merges other than the base's leave this op's group unlike the base's, and the groups of
+      // the producers the base merged it with (those merged here are in its group now).
       bool same = bend - bm == made.size();
       for (std::size_t j = 0; same && j < made.size(); ++j)
         same = base->merges[bm + j].a == made[j].first && base->merges[bm + j].b == made[j].second;
-      bm = bend;
       if (!same) {
         change(v);
-        for (OpId p : fg.pred(v)) change(p);
+        for (std::size_t j = bm; j < bend; ++j) change(base->merges[j].a);
       }
+      bm = bend;
     }
   }
   if (log) {
