@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -211,32 +210,15 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     taken.priority = std::move(d.priority);
     return taken;
   }
-  const auto topo = g.topo_order();
-  if (opt.colocate && pg.colocation_groups >= 0) {  // a group's ops take the device of its first op in topological order
-    std::vector<std::int32_t> first(static_cast<std::size_t>(pg.colocation_groups), -1);
-    for (const auto& [v, c] : pg.colocated) {
+  if (opt.colocate) {  // a group's ops take the device of its first op in topological order
+    Colocated made;
+    if (pg.colocation_groups < 0) made = colocated_ops(g);  // a policy graph from arrays lists none
+    const auto& ops = pg.colocation_groups < 0 ? made.ops : pg.colocated;
+    std::vector<std::int32_t> first(static_cast<std::size_t>(pg.colocation_groups < 0 ? made.groups : pg.colocation_groups), -1);
+    for (const auto& [v, c] : ops) {
       std::int32_t& f = first[static_cast<std::size_t>(c)];
       if (f < 0) f = d.device[static_cast<std::size_t>(v)];
       else d.device[static_cast<std::size_t>(v)] = f;
-    }
-  } else if (opt.colocate) {  // the same from the graph's op records
-    auto colocate = [&](auto&& first_of) {  // first_of(group): its first op's device, -1 before it
-      for (OpId v : topo) {
-        const std::int32_t c = g.op(v).colocation;
-        if (c < 0) continue;
-        std::int32_t& first = first_of(c);
-        if (first < 0) first = d.device[static_cast<std::size_t>(v)];
-        else d.device[static_cast<std::size_t>(v)] = first;
-      }
-    };
-    std::int32_t top = -1;
-    for (OpId v : topo) top = std::max(top, g.op(v).colocation);
-    if (top >= 0 && static_cast<std::size_t>(top) < 4 * N + 64) {  // ids as indices: no hashing per op
-      std::vector<std::int32_t> dev(static_cast<std::size_t>(top) + 1, -1);
-      colocate([&](std::int32_t c) -> std::int32_t& { return dev[static_cast<std::size_t>(c)]; });
-    } else if (top >= 0) {
-      std::unordered_map<std::int32_t, std::int32_t> dev;
-      colocate([&](std::int32_t c) -> std::int32_t& { return dev.try_emplace(c, -1).first->second; });
     }
   }
 
@@ -363,7 +345,8 @@ inline Decision decode(const OpGraph& g, const PolicyGraph& pg, const Actions& a
     if (incremental)
       while (bend < base->merges.size() && static_cast<std::size_t>(base->merges[bend].position) == k) ++bend;
     if (log) log->read_off[k] = static_cast<std::int64_t>(log->reads.size());
-    if (incremental && asks && base->fuse[k] == 1 && base->device[k] == dv && !is_changed(v)) {
+    // (v itself is alone until its own position, so its group is the base's)
+    if (incremental && asks && base->fuse[k] == 1 && base->device[k] == dv) {
       bool same = true;
       for (OpId p : fg.pred(v))
         same = same && base->device[position(p)] == device[static_cast<std::size_t>(p)] &&

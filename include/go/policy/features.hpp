@@ -79,6 +79,22 @@ enum class TieOrder : std::uint8_t { graph, program, first_ready, latest, depth_
 //   graph  (a decode option only) the PolicyGraph's `join`.
 enum class FusionJoin : std::uint8_t { graph, all, main };
 
+// The ops of g's colocation groups in topological order, each with its group numbered from 0 in
+// order of first appearance, and the number of groups (PolicyGraph::colocated; decode's rule 1).
+struct Colocated {
+  std::vector<std::pair<OpId, std::int32_t>> ops;
+  std::int32_t groups = 0;
+};
+inline Colocated colocated_ops(const OpGraph& g) {
+  Colocated c;
+  std::unordered_map<std::int32_t, std::int32_t> index;  // colocation id -> from 0
+  for (OpId v : g.topo_order())
+    if (const std::int32_t id = g.op(v).colocation; id >= 0)
+      c.ops.emplace_back(v, index.try_emplace(id, static_cast<std::int32_t>(index.size())).first->second);
+  c.groups = static_cast<std::int32_t>(index.size());
+  return c;
+}
+
 struct PolicyGraph {
   std::string name;
   std::int64_t num_nodes = 0;
@@ -102,10 +118,9 @@ struct PolicyGraph {
   std::shared_ptr<const FusionIndex> fusion_index;
   // decode's FusionGroups on that index, kept between decodes (made with it; copies share it)
   std::shared_ptr<FusionGroupsPool> fusion_groups = std::make_shared<FusionGroupsPool>();
-  // The ops of colocation groups in topological order, each with its group numbered from 0 in
-  // order of first appearance, for decode's rule 1 (from_graph; colocation_groups -1: not made,
-  // decode reads the graph's op records, 88 bytes apart: a fifth of a decode from a log's own time
-  // on an 80,588-op graph).
+  // colocated_ops(g), for decode's rule 1 (from_graph; colocation_groups -1: not made, decode
+  // makes it from the graph: read per decode from the op records, 88 bytes apart, it was a fifth of
+  // a decode from a log's own time on an 80,588-op graph).
   std::vector<std::pair<OpId, std::int32_t>> colocated;
   std::int32_t colocation_groups = -1;
 
@@ -163,12 +178,8 @@ struct PolicyGraph {
       }
     pg.kinds = Tensor::empty(Shape{n}, DType::i32);
     pg.numeric = Tensor::zeros(Shape{n, kNumNumericFeatures});
-    std::unordered_map<std::int32_t, std::int32_t> group_index;  // colocation id -> from 0
     for (std::int64_t r = 0; r < n; ++r) {
       const Op& o = g.op(pg.order[static_cast<std::size_t>(r)]);
-      if (o.colocation >= 0)
-        pg.colocated.emplace_back(o.id, group_index.try_emplace(o.colocation, static_cast<std::int32_t>(group_index.size()))
-                                            .first->second);
       pg.kinds.data<std::int32_t>()[r] = static_cast<std::int32_t>(op_kind_index(o.kind));
       float* f = pg.numeric.f32() + r * kNumNumericFeatures;
       f[0] = static_cast<float>(std::log1p(std::max(0.0, o.flops)) / 24.0);
@@ -181,7 +192,9 @@ struct PolicyGraph {
       f[7] = static_cast<float>(static_cast<double>(r) / static_cast<double>(std::max<std::int64_t>(n - 1, 1)));
       f[8 + static_cast<int>(o.role)] = 1.f;
     }
-    pg.colocation_groups = static_cast<std::int32_t>(group_index.size());
+    Colocated c = colocated_ops(g);
+    pg.colocated = std::move(c.ops);
+    pg.colocation_groups = c.groups;
     pg.set_edges(dst, src);
     // ties in [0, 1), larger earlier in the order
     auto ties_of = [&](const std::vector<OpId>& order) {
